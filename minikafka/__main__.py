@@ -1,0 +1,56 @@
+"""Command line: `minikafka serve` (also `python -m minikafka serve`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from minikafka.config import ConfigError, load
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="minikafka", description="A single-node Apache Kafka-protocol broker.")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("serve", help="run the broker")
+    s.add_argument("--host", default=None, help="bind address (default 127.0.0.1, or from listeners)")
+    s.add_argument("--port", type=int, default=None, help="port (default 9092, or from listeners)")
+    s.add_argument("--data-dir", default=None, help="log directory (default ./data, or log.dirs)")
+    s.add_argument("--config", default=None, help="a Kafka-style server.properties file")
+    s.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a property, as kafka-server-start's --override (repeatable)")
+    s.add_argument("--log-level", default="INFO")
+    s.add_argument("--log-json", action="store_true", help="JSON log lines")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
+    return 2  # pragma: no cover
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from minikafka.logging import configure_logging
+
+    configure_logging(json=args.log_json, level=args.log_level)
+    data_dir = args.data_dir
+    if data_dir is None and args.config is None and not any(o.startswith(("log.dirs=", "log.dir="))
+                                                            for o in args.override):
+        data_dir = "./data"
+    try:
+        config = load(args.config, args.override, host=args.host, port=args.port, data_dir=data_dir)
+    except ConfigError as exc:
+        print(f"minikafka: configuration error: {exc}", file=sys.stderr)
+        return 2
+
+    import uvloop
+
+    from minikafka.broker.app import Broker
+
+    uvloop.run(Broker(config).run())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

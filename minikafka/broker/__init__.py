@@ -1,0 +1,1 @@
+"""The asyncio shell and composition root: server, connections, dispatch, handlers."""

@@ -1,0 +1,89 @@
+"""One client connection: read frames, handle them one at a time, answer strictly in order.
+
+Theory of operation
+- Kafka processes a connection's requests one at a time and answers in request order (it mutes
+  the channel while a request is in flight). Pipelined requests are therefore queued in the
+  frame decoder and handled sequentially; a parked Fetch blocks only its own connection.
+- Any framing or decoding problem closes this connection and no other. The frame size is
+  checked before anything is buffered for it.
+- A connection with no traffic for `connections.max.idle.ms` is closed by the server's sweeper
+  (also one that stopped half-way through a frame).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable
+
+import structlog
+
+from minikafka.broker.dispatch import CloseConnection, HandlerRegistry, dispatch
+from minikafka.protocol.errors import FramingError
+from minikafka.protocol.framing import FrameDecoder
+
+log = structlog.get_logger("minikafka.broker")
+_conn_ids = itertools.count(1)
+
+
+class Connection:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 registry: HandlerRegistry, *, max_frame_size: int, now_ms: Callable[[], int],
+                 monotonic_ms: Callable[[], int]) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.registry = registry
+        self.decoder = FrameDecoder(max_frame_size)
+        self.conn_id = next(_conn_ids)
+        peer = writer.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self._now_ms = now_ms
+        self._monotonic_ms = monotonic_ms
+        self.last_active_ms = monotonic_ms()
+        self.busy = False  # a request is being handled (not idle, even if no bytes move)
+        self.closing = False
+
+    async def run(self) -> None:
+        try:
+            while not self.closing:
+                data = await self.reader.read(256 * 1024)
+                if not data:
+                    break
+                self.last_active_ms = self._monotonic_ms()
+                try:
+                    frames = self.decoder.feed(data)
+                except FramingError as exc:
+                    log.warning("bad_frame", conn_id=self.conn_id, peer=self.peer, reason=str(exc))
+                    break
+                for frame in frames:
+                    self.busy = True
+                    try:
+                        response = await dispatch(self.registry, frame, self.conn_id, self.peer,
+                                                  self._now_ms())
+                    except CloseConnection:
+                        return
+                    finally:
+                        self.busy = False
+                        self.last_active_ms = self._monotonic_ms()
+                    if response is not None:
+                        self.writer.write(response)
+                    if self.closing:
+                        break
+                await self.writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except Exception:
+            log.exception("connection_failed", conn_id=self.conn_id, peer=self.peer)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self.closing = True
+        if not self.writer.is_closing():
+            self.writer.close()
+
+    def stop_reading(self) -> None:
+        """Graceful shutdown: finish the request in hand, then close."""
+        self.closing = True
+        if not self.busy:
+            self.close()

@@ -1,0 +1,113 @@
+"""HandlerRegistry and request dispatch.
+
+The registry is the single source of truth: what is advertised in ApiVersions is the set of
+registered handlers intersected with protocol.versions.SUPPORTED, so the two cannot drift.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Iterable
+from typing import Any, ClassVar, Protocol
+
+import structlog
+from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
+from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
+
+from minikafka.broker.context import RequestContext
+from minikafka.protocol import codec, versions
+from minikafka.protocol.errors import ErrorCode, FramingError, UnsupportedVersion
+
+log = structlog.get_logger("minikafka.broker")
+
+
+class Handler(Protocol):
+    api_key: ClassVar[int]
+
+    def __call__(self, ctx: RequestContext, req: Any) -> Awaitable[Any | None]: ...
+
+
+class CloseConnection(Exception):
+    """The request cannot be answered; Kafka closes the connection in these cases."""
+
+
+class HandlerRegistry:
+    def __init__(self, handlers: Iterable[Handler]) -> None:
+        self._handlers: dict[int, Handler] = {}
+        for h in handlers:
+            if h.api_key in self._handlers:
+                raise ValueError(f"two handlers for api_key {h.api_key}")
+            if h.api_key not in versions.SUPPORTED:
+                raise ValueError(f"api_key {h.api_key} has no entry in protocol.versions.SUPPORTED")
+            self._handlers[h.api_key] = h
+        self.served: dict[int, versions.VersionRange] = {
+            k: versions.SUPPORTED[k] for k in sorted(self._handlers)
+        }
+
+    def __getitem__(self, api_key: int) -> Handler:
+        return self._handlers[api_key]
+
+    def __contains__(self, api_key: object) -> bool:
+        return api_key in self._handlers
+
+
+def unsupported_api_versions_response(correlation_id: int) -> bytes:
+    """KIP-511: an ApiVersions request of an unknown version gets a v0 reply with error 35 and
+    only key 18's range, so the client can retry with a version we know."""
+    rng = versions.SUPPORTED[codec.API_VERSIONS_KEY]
+    body = ApiVersionsResponseV0(
+        error_code=ErrorCode.unsupported_version,
+        api_keys=(ApiVersionV0(api_key=codec.API_VERSIONS_KEY, min_version=rng.min, max_version=rng.max),),
+    )
+    return codec.encode_response(codec.API_VERSIONS_KEY, 0, correlation_id, body)
+
+
+async def dispatch(registry: HandlerRegistry, frame: bytes, conn_id: int, peer: str,
+                   now_ms: int) -> bytes | None:
+    """Decode, handle, encode one request. Raises CloseConnection when Kafka would close."""
+    try:
+        req = codec.decode_request(frame, registry.served)
+    except UnsupportedVersion as exc:
+        if exc.api_key == codec.API_VERSIONS_KEY:
+            return unsupported_api_versions_response(exc.correlation_id)
+        log.warning("unsupported_request", conn_id=conn_id, peer=peer, api=exc.api_key,
+                    api_version=exc.api_version)
+        raise CloseConnection(str(exc)) from None
+    except FramingError as exc:
+        log.warning("malformed_request", conn_id=conn_id, peer=peer, reason=str(exc))
+        raise CloseConnection(str(exc)) from None
+
+    handler = registry[req.api_key]
+    ctx = RequestContext(conn_id, peer, req.api_key, req.api_version, req.correlation_id,
+                         req.client_id, now_ms)
+    body = versions.upgrade(req.body)
+    try:
+        response = await handler(ctx, body)
+    except CloseConnection:
+        raise
+    except Exception:
+        log.exception("request_failed", conn_id=conn_id, api=req.api_key, api_version=req.api_version,
+                      correlation_id=req.correlation_id, client_id=req.client_id)
+        response = _error_response(handler, body, ErrorCode.unknown_server_error)
+        if response is None:
+            raise CloseConnection("handler failed and the API has no top-level error code") from None
+    if response is None:
+        return None
+    return codec.encode_response(req.api_key, req.api_version, req.correlation_id,
+                                 versions.downgrade(response, req.api_version))
+
+
+def _error_response(handler: Handler, body: Any, code: ErrorCode) -> Any | None:
+    make = getattr(handler, "error_response", None)
+    if make is not None:
+        return make(body, code)
+    cls = versions.canonical_response(handler.api_key)
+    names = {f.name for f in dataclasses.fields(cls)}
+    if "error_code" not in names:
+        return None
+    return versions.convert(_EmptyWithError(code), cls)
+
+
+@dataclasses.dataclass
+class _EmptyWithError:
+    error_code: ErrorCode

@@ -1,0 +1,77 @@
+"""CreateTopics (API 19). Kafka: ControllerApis / ReplicationControlManager.createTopics.
+
+One node: a replication factor above 1 is INVALID_REPLICATION_FACTOR, as on a one-broker Kafka.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from minikafka.broker.context import RequestContext
+from minikafka.broker.handlers.describe_configs import topic_config_entries
+from minikafka.broker.services import BrokerServices
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.messages import CreatableTopicConfigs, CreatableTopicResult, CreateTopicsResponse
+from minikafka.protocol.types import ZERO_MS
+from minikafka.storage.log_manager import TopicError
+
+ZERO_UUID = uuid.UUID(int=0)
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTopicsHandler:
+    api_key: ClassVar[int] = 19
+    svc: BrokerServices
+
+    async def __call__(self, ctx: RequestContext, req: Any) -> CreateTopicsResponse:
+        seen: dict[str, int] = {}
+        for t in req.topics:
+            seen[t.name] = seen.get(t.name, 0) + 1
+        results = []
+        for t in req.topics:
+            if seen[t.name] > 1:
+                results.append(_err(t.name, ErrorCode.invalid_request,
+                                    f"Create topics request from client contains multiple entries for {t.name}"))
+                continue
+            results.append(self._create(t, req.validate_only))
+        return CreateTopicsResponse(throttle_time=ZERO_MS, topics=tuple(results))
+
+    def _create(self, t: Any, validate_only: bool) -> CreatableTopicResult:
+        cfg = self.svc.config
+        if t.assignments:
+            partitions = len(t.assignments)
+            replication = max((len(a.broker_ids) for a in t.assignments), default=1)
+            if any(b != self.svc.node_id for a in t.assignments for b in a.broker_ids):
+                return _err(t.name, ErrorCode.invalid_replica_assignment,
+                            f"The manual partition assignment includes a broker other than {self.svc.node_id}")
+        else:
+            partitions = t.num_partitions if t.num_partitions != -1 else int(cfg["num.partitions"])
+            replication = t.replication_factor if t.replication_factor != -1 else int(cfg["default.replication.factor"])
+        if replication <= 0:
+            return _err(t.name, ErrorCode.invalid_replication_factor, "Replication factor must be larger than 0.")
+        if replication > 1:
+            return _err(t.name, ErrorCode.invalid_replication_factor,
+                        f"Unable to replicate the partition {replication} time(s): The target replication "
+                        "factor of {replication} cannot be reached because only 1 broker(s) are registered.")
+        try:
+            info = self.svc.logs.create_topic(t.name, partitions, {c.name: c.value for c in t.configs},
+                                              now_ms=self.svc.clock.now_ms(), validate_only=validate_only)
+        except TopicError as exc:
+            return _err(t.name, exc.error_code, str(exc))
+        if not validate_only:
+            self.svc.watch_new_partitions(t.name)
+        configs = tuple(
+            CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only,
+                                  config_source=e.config_source, is_sensitive=False)
+            for e in topic_config_entries(self.svc, t.name, overrides=info.configs)
+        )
+        return CreatableTopicResult(name=t.name, topic_id=info.topic_id, error_code=ErrorCode.none,
+                                    error_message=None, num_partitions=partitions,
+                                    replication_factor=replication, configs=configs)
+
+
+def _err(name: str, code: ErrorCode, message: str) -> CreatableTopicResult:
+    return CreatableTopicResult(name=name, topic_id=ZERO_UUID, error_code=code, error_message=message,
+                                configs=None)

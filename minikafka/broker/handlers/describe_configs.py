@@ -1,0 +1,126 @@
+"""DescribeConfigs (API 32): topic configs (overrides and defaults) and the broker's properties.
+
+Sources and types use Kafka's enum values (DescribeConfigsResponse.ConfigSource / ConfigType).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, NamedTuple
+
+from minikafka.broker.context import RequestContext
+from minikafka.broker.services import BrokerServices
+from minikafka.config import PROPS, TOPIC_CONFIGS, topic_defaults
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.messages import (
+    DescribeConfigsResourceResult,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+    DescribeConfigsSynonym,
+)
+from minikafka.protocol.types import ZERO_MS
+
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+
+SOURCE_TOPIC_CONFIG = 1
+SOURCE_STATIC_BROKER_CONFIG = 4
+SOURCE_DEFAULT_CONFIG = 5
+
+TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_LONG = 1, 2, 3, 5
+
+
+class ConfigEntry(NamedTuple):
+    name: str
+    value: str | None
+    read_only: bool
+    config_source: int
+    config_type: int
+    synonyms: tuple[tuple[str, str | None, int], ...]
+
+
+def _render(v: Any) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _type_of(v: Any) -> int:
+    if isinstance(v, bool):
+        return TYPE_BOOLEAN
+    if isinstance(v, int):
+        return TYPE_LONG if abs(v) > 2**31 - 1 or v in (-1,) else TYPE_INT
+    return TYPE_STRING
+
+
+def topic_config_entries(svc: BrokerServices, topic: str, overrides: Mapping[str, str]) -> list[ConfigEntry]:
+    cfg = svc.config
+    defaults = topic_defaults(cfg)
+    out = []
+    for name, (broker_prop, _parse) in sorted(TOPIC_CONFIGS.items()):
+        broker_source = SOURCE_STATIC_BROKER_CONFIG if broker_prop in cfg.explicit else SOURCE_DEFAULT_CONFIG
+        synonyms: list[tuple[str, str | None, int]] = []
+        if name in overrides:
+            value, source = overrides[name], SOURCE_TOPIC_CONFIG
+            synonyms.append((name, value, SOURCE_TOPIC_CONFIG))
+        else:
+            value, source = _render(defaults[name]), broker_source
+        if broker_prop:
+            synonyms.append((broker_prop, _render(defaults[name]), broker_source))
+        out.append(ConfigEntry(name, value, False, source, _type_of(defaults[name]), tuple(synonyms)))
+    return out
+
+
+def broker_config_entries(svc: BrokerServices) -> list[ConfigEntry]:
+    cfg = svc.config
+    out = []
+    for prop in PROPS:
+        v = cfg[prop.name]
+        source = SOURCE_STATIC_BROKER_CONFIG if prop.name in cfg.explicit else SOURCE_DEFAULT_CONFIG
+        out.append(ConfigEntry(prop.name, _render(v), True, source, _type_of(v),
+                               ((prop.name, _render(v), source),)))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeConfigsHandler:
+    api_key: ClassVar[int] = 32
+    svc: BrokerServices
+
+    async def __call__(self, ctx: RequestContext, req: Any) -> DescribeConfigsResponse:
+        results = [self._resource(r, req.include_synonyms, req.include_documentation) for r in req.resources]
+        return DescribeConfigsResponse(throttle_time=ZERO_MS, results=tuple(results))
+
+    def _resource(self, r: Any, include_synonyms: bool, include_doc: bool) -> DescribeConfigsResult:
+        if r.resource_type == RESOURCE_TOPIC:
+            info = self.svc.logs.topics.get(r.resource_name)
+            if info is None:
+                return _err(r, ErrorCode.unknown_topic_or_partition, f"Topic {r.resource_name} does not exist")
+            entries = topic_config_entries(self.svc, info.name, info.configs)
+        elif r.resource_type == RESOURCE_BROKER:
+            if r.resource_name not in ("", str(self.svc.node_id)):
+                return _err(r, ErrorCode.invalid_request, f"Unexpected broker id {r.resource_name}")
+            entries = broker_config_entries(self.svc)
+        else:
+            return _err(r, ErrorCode.invalid_request, f"Unsupported resource type {r.resource_type}")
+        keys = set(r.configuration_keys) if r.configuration_keys else None
+        configs = tuple(
+            DescribeConfigsResourceResult(
+                name=e.name, value=e.value, read_only=e.read_only, config_source=e.config_source,
+                is_sensitive=False, config_type=e.config_type, documentation=None,
+                synonyms=tuple(DescribeConfigsSynonym(name=n, value=v, source=s) for n, v, s in e.synonyms)
+                if include_synonyms else (),
+            )
+            for e in entries if keys is None or e.name in keys
+        )
+        return DescribeConfigsResult(error_code=ErrorCode.none, error_message=None,
+                                     resource_type=r.resource_type, resource_name=r.resource_name,
+                                     configs=configs)
+
+
+def _err(r: Any, code: ErrorCode, message: str) -> DescribeConfigsResult:
+    return DescribeConfigsResult(error_code=code, error_message=message, resource_type=r.resource_type,
+                                 resource_name=r.resource_name, configs=())

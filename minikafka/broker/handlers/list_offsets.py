@@ -1,0 +1,64 @@
+"""ListOffsets (API 2): earliest (-2), latest (-1: the LSO under read_committed, else the high
+watermark), max timestamp (-3), or the first offset whose timestamp is >= the one asked.
+
+Kafka: Partition.fetchOffsetForTimestamp; a timestamp match at or past the last fetchable
+offset is reported as not found (offset -1, timestamp -1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from minikafka.broker.context import RequestContext
+from minikafka.broker.services import BrokerServices
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.messages import ListOffsetsPartitionResponse, ListOffsetsResponse, ListOffsetsTopicResponse
+from minikafka.protocol.types import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    ZERO_MS,
+    IsolationLevel,
+    TopicPartition,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ListOffsetsHandler:
+    api_key: ClassVar[int] = 2
+    svc: BrokerServices
+
+    async def __call__(self, ctx: RequestContext, req: Any) -> ListOffsetsResponse:
+        read_committed = req.isolation_level == IsolationLevel.READ_COMMITTED
+        topics = []
+        for t in req.topics:
+            parts = tuple(self._one(TopicPartition(t.name, p.partition_index), p.timestamp, read_committed)
+                          for p in t.partitions)
+            topics.append(ListOffsetsTopicResponse(name=t.name, partitions=parts))
+        return ListOffsetsResponse(throttle_time=ZERO_MS, topics=tuple(topics))
+
+    def _one(self, tp: TopicPartition, timestamp: int, read_committed: bool) -> ListOffsetsPartitionResponse:
+        plog = self.svc.logs.get(tp)
+        if plog is None:
+            return ListOffsetsPartitionResponse(partition_index=tp.partition,
+                                                error_code=ErrorCode.unknown_topic_or_partition)
+        fetchable = plog.last_stable_offset if read_committed else plog.high_watermark
+        offset, ts = -1, -1
+        if timestamp == EARLIEST_TIMESTAMP:
+            offset = plog.log_start_offset
+        elif timestamp == LATEST_TIMESTAMP:
+            offset = fetchable
+        elif timestamp == MAX_TIMESTAMP:
+            found = plog.max_timestamp_offset()
+            if found is not None and found[0] < fetchable:
+                offset, ts = found
+        elif timestamp >= 0:
+            found = plog.offset_for_timestamp(timestamp)
+            if found is not None and found[0] < fetchable:
+                offset, ts = found
+        else:
+            return ListOffsetsPartitionResponse(partition_index=tp.partition,
+                                                error_code=ErrorCode.unsupported_version)
+        return ListOffsetsPartitionResponse(partition_index=tp.partition, error_code=ErrorCode.none,
+                                            timestamp=ts, offset=offset, leader_epoch=0)

@@ -1,0 +1,42 @@
+"""OffsetForLeaderEpoch (API 23): one node, one leader epoch (0) for the whole log.
+
+librdkafka sends v2 after a leader change or on offset validation; the answer for epoch 0 is the
+log end offset. A later epoch than ours is undefined (-1/-1), as Kafka answers it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from minikafka.broker.context import RequestContext
+from minikafka.broker.services import BrokerServices
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.messages import EpochEndOffset, OffsetForLeaderEpochResponse, OffsetForLeaderTopicResult
+from minikafka.protocol.types import ZERO_MS, TopicPartition
+
+LEADER_EPOCH = 0
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetForLeaderEpochHandler:
+    api_key: ClassVar[int] = 23
+    svc: BrokerServices
+
+    async def __call__(self, ctx: RequestContext, req: Any) -> OffsetForLeaderEpochResponse:
+        topics = []
+        for t in req.topics:
+            parts = []
+            for p in t.partitions:
+                plog = self.svc.logs.get(TopicPartition(t.topic, p.partition))
+                if plog is None:
+                    parts.append(EpochEndOffset(error_code=ErrorCode.unknown_topic_or_partition, partition=p.partition))
+                elif p.current_leader_epoch > LEADER_EPOCH:
+                    parts.append(EpochEndOffset(error_code=ErrorCode.unknown_leader_epoch, partition=p.partition))
+                elif p.leader_epoch > LEADER_EPOCH:
+                    parts.append(EpochEndOffset(error_code=ErrorCode.none, partition=p.partition))
+                else:
+                    parts.append(EpochEndOffset(error_code=ErrorCode.none, partition=p.partition,
+                                                leader_epoch=LEADER_EPOCH, end_offset=plog.log_end_offset))
+            topics.append(OffsetForLeaderTopicResult(topic=t.topic, partitions=tuple(parts)))
+        return OffsetForLeaderEpochResponse(throttle_time=ZERO_MS, topics=tuple(topics))

@@ -1,0 +1,90 @@
+"""Produce (API 0): append each partition's record batch and answer per partition.
+
+Kafka: KafkaApis.handleProduceRequest -> ReplicaManager.appendRecords -> UnifiedLog.append.
+Every failure is per partition; the connection stays open and nothing is appended for a
+partition whose batch is refused. acks=0 gets no response at all.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from minikafka.broker.context import RequestContext
+from minikafka.broker.services import BrokerServices
+from minikafka.protocol.errors import CorruptRecord, ErrorCode, InvalidRecord
+from minikafka.protocol.messages import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
+from minikafka.protocol.types import ZERO_MS, TopicPartition
+from minikafka.storage.errors import StorageError
+
+
+def _error_code_for(exc: Exception) -> ErrorCode:
+    if isinstance(exc, CorruptRecord | InvalidRecord | StorageError):
+        return exc.error_code
+    raise exc
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceHandler:
+    api_key: ClassVar[int] = 0
+    svc: BrokerServices
+
+    async def __call__(self, ctx: RequestContext, req: Any) -> ProduceResponse | None:
+        now_ms = self.svc.clock.now_ms()
+        acks = req.acks
+        topics = []
+        for t in req.topic_data:
+            parts = []
+            for p in t.partition_data:
+                if acks not in (-1, 0, 1):
+                    parts.append(_partition_error(p.index, ErrorCode.invalid_required_acks, -1))
+                    continue
+                parts.append(self._append(TopicPartition(t.name, p.index), p.records, now_ms))
+            topics.append(TopicProduceResponse(name=t.name, partition_responses=tuple(parts)))
+        if acks == 0:
+            return None
+        return ProduceResponse(responses=tuple(topics), throttle_time=ZERO_MS)
+
+    def _append(self, tp: TopicPartition, records: bytes | None, now_ms: int) -> PartitionProduceResponse:
+        plog = self.svc.logs.get(tp)
+        if plog is None:
+            return _partition_error(tp.partition, ErrorCode.unknown_topic_or_partition, -1)
+        info = self.svc.logs.topics.get(tp.topic)
+        if info is not None and info.internal:
+            return _partition_error(tp.partition, ErrorCode.invalid_topic_exception, plog.log_start_offset,
+                                    f"cannot append to internal topic {tp.topic}")
+        if not records:
+            return _partition_error(tp.partition, ErrorCode.invalid_record, plog.log_start_offset,
+                                    "produce requests v3+ must carry one record batch per partition")
+        try:
+            result = plog.append(bytearray(records), now_ms=now_ms)
+        except (CorruptRecord, InvalidRecord, StorageError) as exc:
+            return _partition_error(tp.partition, _error_code_for(exc), plog.log_start_offset, str(exc))
+        return PartitionProduceResponse(
+            index=tp.partition,
+            error_code=ErrorCode.none,
+            base_offset=result.base_offset,
+            log_append_time=(None if result.log_append_time < 0 else
+                             datetime.datetime.fromtimestamp(result.log_append_time / 1000, datetime.UTC)),
+            log_start_offset=result.log_start_offset,
+            record_errors=(),
+        )
+
+    def error_response(self, req: Any, code: ErrorCode) -> ProduceResponse:
+        return ProduceResponse(
+            responses=tuple(
+                TopicProduceResponse(name=t.name, partition_responses=tuple(
+                    _partition_error(p.index, code, -1) for p in t.partition_data))
+                for t in req.topic_data
+            ),
+            throttle_time=ZERO_MS,
+        )
+
+
+def _partition_error(partition: int, code: ErrorCode, log_start_offset: int,
+                     message: str | None = None) -> PartitionProduceResponse:
+    # log_start_offset is filled even on errors: Java producers loop on -1 (protocol.md P-6).
+    return PartitionProduceResponse(index=partition, error_code=code, base_offset=-1,
+                                    log_start_offset=log_start_offset, error_message=message,
+                                    record_errors=())

@@ -1,0 +1,51 @@
+"""The broker's shared services, handed to every handler (built in app.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from minikafka.broker.purgatory import FetchPurgatory
+from minikafka.clock import Clock
+from minikafka.config import BrokerConfig
+from minikafka.protocol import versions
+from minikafka.storage.log_manager import LogManager, TopicError, TopicInfo
+
+
+@dataclass
+class BrokerServices:
+    config: BrokerConfig
+    logs: LogManager
+    clock: Clock
+    purgatory: FetchPurgatory
+    served: dict[int, versions.VersionRange] = field(default_factory=dict)  # filled by app.py
+
+    @property
+    def node_id(self) -> int:
+        return self.config.node_id
+
+    @property
+    def cluster_id(self) -> str:
+        return self.logs.cluster_id
+
+    def auto_create_topic(self, name: str) -> TopicInfo | None:
+        """Create a topic on first use (auto.create.topics.enable), as Kafka does for Metadata."""
+        if not self.config["auto.create.topics.enable"] or name.startswith("__"):
+            return None
+        try:
+            info = self.logs.create_topic(name, int(self.config["num.partitions"]), {},
+                                          now_ms=self.clock.now_ms())
+        except TopicError:
+            return self.logs.topics.get(name)
+        self.watch_new_partitions(name)
+        return info
+
+    def watch_new_partitions(self, topic: str) -> None:
+        """Wire appends of a topic's partitions to the fetch purgatory."""
+        info = self.logs.topics[topic]
+        for p in range(info.partitions):
+            plog = self.logs.logs[(topic, p)]  # type: ignore[index]
+            plog.on_append = _notifier(self.purgatory, plog.tp)
+
+
+def _notifier(purgatory: FetchPurgatory, tp):  # type: ignore[no-untyped-def]
+    return lambda: purgatory.notify(tp)

@@ -1,0 +1,325 @@
+"""Broker configuration under Apache Kafka's property names and defaults.
+
+Properties come from a Kafka-style server.properties file and `--override key=value`, as with
+kafka-server-start. A property minikafka implements is parsed and validated; a property that
+belongs to Apache Kafka but has no meaning on a single Python node (threads, replication, KRaft
+quorum settings) is accepted and ignored; any other key is a startup error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+LONG_MAX = 2**63 - 1
+
+
+class ConfigError(ValueError):
+    """An unknown or invalid property: the broker refuses to start."""
+
+
+def _bool(v: str) -> bool:
+    low = v.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    raise ValueError(f"expected true or false, got {v!r}")
+
+
+def _int(v: str) -> int:
+    return int(v.strip())
+
+
+def _str(v: str) -> str:
+    return v.strip()
+
+
+def _opt_int(v: str) -> int | None:
+    v = v.strip()
+    return None if v in ("", "null") else int(v)
+
+
+def _listeners(v: str) -> str:
+    v = v.strip()
+    for part in filter(None, (p.strip() for p in v.split(","))):
+        if "://" not in part:
+            raise ValueError(f"listener {part!r} is not NAME://host:port")
+        _parse_listener(part)
+    return v
+
+
+def _parse_listener(spec: str) -> tuple[str, str, int]:
+    name, rest = spec.split("://", 1)
+    host, _, port = rest.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return name, host, int(port)
+
+
+@dataclasses.dataclass(frozen=True)
+class Prop:
+    name: str
+    parse: Callable[[str], Any]
+    default: Any
+    check: Callable[[Any], bool] = lambda _v: True
+    doc: str = ""
+
+
+def _ge(n: int) -> Callable[[Any], bool]:
+    return lambda v: v is None or v >= n
+
+
+# Kafka names and defaults (server-common ServerLogConfigs, ServerConfigs, SocketServerConfigs,
+# GroupCoordinatorConfig, TransactionStateManagerConfigs, ...).
+PROPS: tuple[Prop, ...] = (
+    Prop("node.id", _int, 1, _ge(0)),
+    Prop("broker.id", _int, -1),
+    Prop("listeners", _listeners, "PLAINTEXT://127.0.0.1:9092"),
+    Prop("advertised.listeners", _listeners, ""),
+    Prop("log.dirs", _str, ""),
+    Prop("log.dir", _str, "/tmp/kafka-logs"),
+    Prop("num.partitions", _int, 1, _ge(1)),
+    Prop("default.replication.factor", _int, 1, _ge(1)),
+    Prop("auto.create.topics.enable", _bool, True),
+    Prop("delete.topic.enable", _bool, True),
+    Prop("log.segment.bytes", _int, 1073741824, _ge(14)),
+    Prop("log.roll.ms", _opt_int, None, _ge(1)),
+    Prop("log.roll.hours", _int, 168, _ge(1)),
+    Prop("log.retention.ms", _opt_int, None),
+    Prop("log.retention.minutes", _opt_int, None),
+    Prop("log.retention.hours", _int, 168),
+    Prop("log.retention.bytes", _int, -1),
+    Prop("log.retention.check.interval.ms", _int, 300000, _ge(1)),
+    Prop("log.flush.interval.messages", _int, LONG_MAX, _ge(1)),
+    Prop("log.flush.interval.ms", _opt_int, None, _ge(0)),
+    Prop("log.flush.scheduler.interval.ms", _int, LONG_MAX, _ge(0)),
+    Prop("log.flush.offset.checkpoint.interval.ms", _int, 60000, _ge(0)),
+    Prop("log.flush.start.offset.checkpoint.interval.ms", _int, 60000, _ge(0)),
+    Prop("log.index.interval.bytes", _int, 4096, _ge(0)),
+    Prop("log.index.size.max.bytes", _int, 10485760, _ge(4)),
+    Prop("log.segment.delete.delay.ms", _int, 60000, _ge(0)),
+    Prop("log.cleanup.policy", _str, "delete"),
+    Prop("log.message.timestamp.type", _str, "CreateTime", lambda v: v in ("CreateTime", "LogAppendTime")),
+    Prop("message.max.bytes", _int, 1048588, _ge(0)),
+    Prop("socket.request.max.bytes", _int, 104857600, _ge(1)),
+    Prop("connections.max.idle.ms", _int, 600000),
+    Prop("request.timeout.ms", _int, 30000),
+    Prop("compression.type", _str, "producer"),
+    Prop("offsets.topic.num.partitions", _int, 50, _ge(1)),
+    Prop("offsets.topic.replication.factor", _int, 3, _ge(1)),
+    Prop("offsets.topic.segment.bytes", _int, 104857600, _ge(1)),
+    Prop("offsets.retention.minutes", _int, 10080, _ge(1)),
+    Prop("offsets.retention.check.interval.ms", _int, 600000, _ge(1)),
+    Prop("group.initial.rebalance.delay.ms", _int, 3000, _ge(0)),
+    Prop("group.min.session.timeout.ms", _int, 6000),
+    Prop("group.max.session.timeout.ms", _int, 1800000),
+    Prop("group.max.size", _int, 2147483647, _ge(1)),
+    Prop("transaction.state.log.num.partitions", _int, 50, _ge(1)),
+    Prop("transaction.state.log.replication.factor", _int, 3, _ge(1)),
+    Prop("transaction.state.log.min.isr", _int, 2, _ge(1)),
+    Prop("transaction.state.log.segment.bytes", _int, 104857600, _ge(1)),
+    Prop("transaction.max.timeout.ms", _int, 900000, _ge(1)),
+    Prop("transaction.abort.timed.out.transaction.cleanup.interval.ms", _int, 10000, _ge(1)),
+    Prop("transaction.remove.expired.transaction.cleanup.interval.ms", _int, 3600000, _ge(1)),
+    Prop("transactional.id.expiration.ms", _int, 604800000, _ge(1)),
+    Prop("transaction.partition.verification.enable", _bool, True),
+    Prop("producer.id.expiration.ms", _int, 86400000, _ge(1)),
+    Prop("producer.id.expiration.check.interval.ms", _int, 600000, _ge(1)),
+    Prop("min.insync.replicas", _int, 1, _ge(1)),
+    Prop("unclean.leader.election.enable", _bool, False),
+    Prop("cluster.id", _str, ""),
+)
+
+# Apache Kafka properties that have no meaning for one Python process: accepted, ignored.
+IGNORED: frozenset[str] = frozenset({
+    "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
+    "controller.listener.names", "inter.broker.listener.name", "listener.security.protocol.map",
+    "num.network.threads", "num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",
+    "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "queued.max.requests",
+    "background.threads", "replica.lag.time.max.ms", "zookeeper.connect",
+    "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
+    "log.cleaner.enable", "log.cleaner.threads", "log.preallocate", "metadata.log.dir",
+    "group.coordinator.rebalance.protocols", "auto.leader.rebalance.enable",
+    "log.message.format.version", "inter.broker.protocol.version", "metric.reporters",
+})
+
+_BY_NAME: dict[str, Prop] = {p.name: p for p in PROPS}
+
+
+def parse_properties_text(text: str) -> dict[str, str]:
+    """Java .properties, the subset Kafka configs use: key=value or key: value, # and ! comments."""
+    out: dict[str, str] = {}
+    pending = ""
+    for raw in text.splitlines():
+        line = pending + raw.strip()
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        if line.endswith("\\"):
+            pending = line[:-1]
+            continue
+        for i, ch in enumerate(line):
+            if ch in "=:":
+                out[line[:i].strip()] = line[i + 1 :].strip()
+                break
+        else:
+            out[line] = ""
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokerConfig:
+    """Resolved settings. `values` maps every known property name to its typed value."""
+
+    values: Mapping[str, Any]
+    explicit: frozenset[str]  # properties set in the file or by --override
+    data_dir: Path
+    host: str
+    port: int
+    advertised_host: str
+    advertised_port: int
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+    # Derived values with Kafka's precedence rules.
+    @property
+    def log_roll_ms(self) -> int:
+        v = self.values["log.roll.ms"]
+        return v if v is not None else self.values["log.roll.hours"] * 3600_000
+
+    @property
+    def log_retention_ms(self) -> int:
+        if self.values["log.retention.ms"] is not None:
+            return int(self.values["log.retention.ms"])
+        if self.values["log.retention.minutes"] is not None:
+            return int(self.values["log.retention.minutes"]) * 60_000
+        return int(self.values["log.retention.hours"]) * 3600_000
+
+    @property
+    def node_id(self) -> int:
+        return int(self.values["node.id"])
+
+    @classmethod
+    def build(
+        cls,
+        properties: Mapping[str, str] | None = None,
+        *,
+        host: str | None = None,
+        port: int | None = None,
+        data_dir: str | Path | None = None,
+    ) -> BrokerConfig:
+        """Validate properties and apply the command-line shortcuts (--host/--port/--data-dir).
+
+        Raises ConfigError naming the property for unknown keys and invalid values.
+        """
+        props = dict(properties or {})
+        values: dict[str, Any] = {p.name: p.default for p in PROPS}
+        for key, raw in props.items():
+            if key in IGNORED:
+                continue
+            prop = _BY_NAME.get(key)
+            if prop is None:
+                raise ConfigError(f"unknown property {key!r}")
+            try:
+                value = prop.parse(raw)
+            except ValueError as exc:
+                raise ConfigError(f"invalid value {raw!r} for {key}: {exc}") from None
+            if not prop.check(value):
+                raise ConfigError(f"invalid value {raw!r} for {key}: out of range")
+            values[key] = value
+        if values["broker.id"] >= 0 and "node.id" not in props:
+            values["node.id"] = values["broker.id"]
+
+        listener = next(iter(filter(None, values["listeners"].split(","))))
+        _, l_host, l_port = _parse_listener(listener.strip())
+        bind_host = host if host is not None else l_host
+        bind_port = port if port is not None else l_port
+        if host is not None or port is not None:
+            values["listeners"] = f"PLAINTEXT://{bind_host}:{bind_port}"
+        if values["advertised.listeners"]:
+            first = next(iter(filter(None, values["advertised.listeners"].split(","))))
+            _, adv_host, adv_port = _parse_listener(first.strip())
+        else:
+            adv_host, adv_port = bind_host or "127.0.0.1", bind_port
+            if adv_host in ("0.0.0.0", "::", ""):
+                adv_host = "127.0.0.1"
+
+        if data_dir is not None:
+            path = Path(data_dir)
+            values["log.dirs"] = str(path)
+        else:
+            first_dir = (values["log.dirs"] or values["log.dir"]).split(",")[0].strip()
+            path = Path(first_dir)
+        return cls(values=values, explicit=frozenset(props), data_dir=path, host=bind_host, port=bind_port,
+                   advertised_host=adv_host, advertised_port=adv_port)
+
+
+def load(
+    config_file: str | Path | None = None,
+    overrides: Iterable[str] = (),
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    data_dir: str | Path | None = None,
+) -> BrokerConfig:
+    props: dict[str, str] = {}
+    if config_file is not None:
+        try:
+            props.update(parse_properties_text(Path(config_file).read_text()))
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {config_file}: {exc}") from None
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"--override expects key=value, got {item!r}")
+        k, v = item.split("=", 1)
+        props[k.strip()] = v.strip()
+    return BrokerConfig.build(props, host=host, port=port, data_dir=data_dir)
+
+
+# Topic-level configs (LogConfig / TopicConfig), with the broker property that supplies the default.
+TOPIC_CONFIGS: dict[str, tuple[str | None, Callable[[str], Any]]] = {
+    "cleanup.policy": ("log.cleanup.policy", _str),
+    "retention.ms": ("log.retention.ms", _int),
+    "retention.bytes": ("log.retention.bytes", _int),
+    "segment.bytes": ("log.segment.bytes", _int),
+    "segment.ms": ("log.roll.ms", _int),
+    "max.message.bytes": ("message.max.bytes", _int),
+    "message.timestamp.type": ("log.message.timestamp.type", _str),
+    "flush.messages": ("log.flush.interval.messages", _int),
+    "flush.ms": ("log.flush.interval.ms", _int),
+    "segment.index.bytes": ("log.index.size.max.bytes", _int),
+    "index.interval.bytes": ("log.index.interval.bytes", _int),
+    "min.insync.replicas": ("min.insync.replicas", _int),
+    "compression.type": ("compression.type", _str),
+    "file.delete.delay.ms": ("log.segment.delete.delay.ms", _int),
+    "unclean.leader.election.enable": ("unclean.leader.election.enable", _bool),
+}
+
+
+def topic_defaults(config: BrokerConfig) -> dict[str, Any]:
+    """Effective defaults for every topic config, from the broker's settings."""
+    out: dict[str, Any] = {}
+    for name, (broker_prop, _parse) in TOPIC_CONFIGS.items():
+        if name == "retention.ms":
+            out[name] = config.log_retention_ms
+        elif name == "segment.ms":
+            out[name] = config.log_roll_ms
+        elif name == "flush.ms":
+            v = config["log.flush.interval.ms"]
+            out[name] = LONG_MAX if v is None else v
+        else:
+            out[name] = config[broker_prop] if broker_prop else None
+    return out
+
+
+def parse_topic_config(name: str, raw: str) -> Any:
+    """Raises ConfigError for an unknown topic config or a bad value."""
+    entry = TOPIC_CONFIGS.get(name)
+    if entry is None:
+        raise ConfigError(f"unknown topic config {name!r}")
+    try:
+        return entry[1](raw)
+    except ValueError as exc:
+        raise ConfigError(f"invalid value {raw!r} for topic config {name}: {exc}") from None

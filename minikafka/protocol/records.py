@@ -1,0 +1,321 @@
+"""Record batch v2 (magic 2): header view, validation, in-place patching, control batches.
+
+Layout (Kafka DefaultRecordBatch): baseOffset int64 | batchLength int32 | partitionLeaderEpoch int32 |
+magic int8 | crc uint32 | attributes int16 | lastOffsetDelta int32 | baseTimestamp int64 |
+maxTimestamp int64 | producerId int64 | producerEpoch int16 | baseSequence int32 | recordsCount int32 |
+records. The CRC-32C covers bytes 21..end, so the broker can rewrite baseOffset and
+partitionLeaderEpoch without recomputing it. Batches stay opaque bytes in the broker; only the
+61-byte header is parsed. Records are decoded only to find timestamps (ListOffsets by time) and in
+tests.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from typing import NamedTuple
+
+import crc32c
+
+from minikafka.protocol.errors import CorruptRecord, InvalidRecord
+
+HEADER_SIZE = 61
+LOG_OVERHEAD = 12  # baseOffset + batchLength
+MAGIC = 2
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_OFFSET = struct.Struct(">q")
+_LENGTH_AT = struct.Struct(">qi")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_FLAG = 0x10
+CONTROL_FLAG = 0x20
+
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+
+
+class BatchHeader(NamedTuple):
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def size(self) -> int:
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_FLAG)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_FLAG)
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence < 0:
+            return -1
+        return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF
+
+
+def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    return BatchHeader._make(_HEADER.unpack_from(buf, pos))
+
+
+def peek_size(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+    """(base_offset, total batch size) from the first 12 bytes at pos."""
+    base, length = _LENGTH_AT.unpack_from(buf, pos)
+    return base, length + LOG_OVERHEAD
+
+
+def crc_of(buf: bytes | bytearray | memoryview, pos: int, size: int) -> int:
+    return crc32c.crc32c(memoryview(buf)[pos + 21 : pos + size])
+
+
+def split_batches(buf: bytes | bytearray | memoryview) -> list[tuple[int, BatchHeader]]:
+    """Header-check every batch in a produce payload; return (position, header) per batch.
+
+    Raises CorruptRecord for a bad size, magic or CRC (Kafka: CORRUPT_MESSAGE) and InvalidRecord
+    for a batch Kafka refuses by content (INVALID_RECORD).
+    """
+    out: list[tuple[int, BatchHeader]] = []
+    pos = 0
+    end = len(buf)
+    while pos < end:
+        if end - pos < HEADER_SIZE:
+            raise CorruptRecord(f"truncated batch: {end - pos} bytes left at position {pos}")
+        header = read_header(buf, pos)
+        if header.magic != MAGIC:
+            raise InvalidRecord(f"magic {header.magic} is not supported; only record batch v2")
+        size = header.size
+        if size < HEADER_SIZE or pos + size > end:
+            raise CorruptRecord(f"batch size {size} at position {pos} does not fit the {end} bytes sent")
+        if crc_of(buf, pos, size) != header.crc:
+            raise CorruptRecord(f"CRC mismatch in batch at position {pos}")
+        if header.records_count < 0 or header.last_offset_delta < 0:
+            raise CorruptRecord("negative record count or offset delta")
+        out.append((pos, header))
+        pos += size
+    return out
+
+
+def set_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:
+    """Assign the batch's offsets in place (outside the CRC, as Kafka's setLastOffset)."""
+    _OFFSET.pack_into(buf, pos, base_offset)
+
+
+def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> None:
+    _I32.pack_into(buf, pos + 12, epoch)
+
+
+def set_log_append_time(buf: bytearray | memoryview, pos: int, size: int, now_ms: int) -> None:
+    """LogAppendTime topics: set the timestamp type bit and maxTimestamp, then recompute the CRC."""
+    attrs = struct.unpack_from(">h", buf, pos + 21)[0]
+    struct.pack_into(">h", buf, pos + 21, attrs | TIMESTAMP_TYPE_MASK)
+    _I64.pack_into(buf, pos + 35, now_ms)
+    struct.pack_into(">I", buf, pos + 17, crc32c.crc32c(memoryview(buf)[pos + 21 : pos + size]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Control batches (transaction markers), Kafka's EndTransactionMarker.
+
+
+def build_control_batch(
+    *, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int, timestamp_ms: int
+) -> bytearray:
+    """One COMMIT or ABORT marker batch: 78 bytes, base offset 0 (assigned on append)."""
+    key = struct.pack(">hh", 0, CONTROL_COMMIT if commit else CONTROL_ABORT)
+    value = struct.pack(">hi", 0, coordinator_epoch)
+    body = bytes([0]) + _zigzag(0) + _zigzag(0) + _zigzag(len(key)) + key + _zigzag(len(value)) + value + _zigzag(0)
+    record = _zigzag(len(body)) + body
+    attributes = TRANSACTIONAL_FLAG | CONTROL_FLAG
+    after_crc = struct.pack(
+        ">hiqqqhii", attributes, 0, timestamp_ms, timestamp_ms, producer_id, producer_epoch, -1, 1
+    ) + record
+    crc = crc32c.crc32c(after_crc)
+    batch_length = 4 + 1 + 4 + len(after_crc)  # partitionLeaderEpoch + magic + crc + rest
+    return bytearray(struct.pack(">qiibI", 0, batch_length, 0, MAGIC, crc) + after_crc)
+
+
+def control_type(batch: bytes | bytearray | memoryview, pos: int = 0) -> int:
+    """The control record type (0 ABORT, 1 COMMIT, ...) of an uncompressed control batch."""
+    rec = next(iter_records(batch, pos))
+    if rec.key is None or len(rec.key) < 4:
+        raise CorruptRecord("control record without a key")
+    return struct.unpack_from(">h", rec.key, 2)[0]
+
+
+def control_coordinator_epoch(batch: bytes | bytearray | memoryview, pos: int = 0) -> int:
+    rec = next(iter_records(batch, pos))
+    if rec.value is None or len(rec.value) < 6:
+        return -1
+    return struct.unpack_from(">i", rec.value, 2)[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Records inside a batch (only for timestamps and tests; the broker never rebuilds batches).
+
+
+class Record(NamedTuple):
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+
+
+def _zigzag(n: int) -> bytes:
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while True:
+        b = z & 0x7F
+        z >>= 7
+        if z:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    shift = 0
+    result = 0
+    while True:
+        if pos >= len(buf):
+            raise CorruptRecord("truncated varint")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            break
+        shift += 7
+        if shift > 63:
+            raise CorruptRecord("varint too long")
+    return (result >> 1) ^ -(result & 1), pos
+
+
+def decompress(codec: int, data: bytes) -> bytes:
+    import cramjam
+
+    if codec == 0:
+        return data
+    if codec == 1:
+        return bytes(cramjam.gzip.decompress(data))
+    if codec == 2:
+        return _snappy_decompress(data)
+    if codec == 3:
+        return bytes(cramjam.lz4.decompress(data))
+    if codec == 4:
+        return bytes(cramjam.zstd.decompress(data))
+    raise CorruptRecord(f"unknown compression codec {codec}")
+
+
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+
+
+def _snappy_decompress(data: bytes) -> bytes:
+    """Kafka's snappy is either raw snappy or snappy-java's (xerial) block framing."""
+    import cramjam
+
+    if not data.startswith(_XERIAL_MAGIC):
+        return bytes(cramjam.snappy.decompress_raw(data))
+    out = bytearray()
+    pos = 16  # magic(8) + version(4) + compatible version(4)
+    while pos + 4 <= len(data):
+        (n,) = _I32.unpack_from(data, pos)
+        pos += 4
+        out += bytes(cramjam.snappy.decompress_raw(data[pos : pos + n]))
+        pos += n
+    return bytes(out)
+
+
+def iter_records(batch: bytes | bytearray | memoryview, pos: int = 0) -> Iterator[Record]:
+    """Decode the records of the batch at pos (decompressing if needed)."""
+    h = read_header(batch, pos)
+    raw = bytes(memoryview(batch)[pos + HEADER_SIZE : pos + h.size])
+    data = decompress(h.compression, raw) if h.compression else raw
+    p = 0
+    for _ in range(h.records_count):
+        length, p = _read_varint(data, p)
+        end = p + length
+        p += 1  # attributes
+        ts_delta, p = _read_varint(data, p)
+        off_delta, p = _read_varint(data, p)
+        klen, p = _read_varint(data, p)
+        key = None if klen < 0 else data[p : p + klen]
+        p += max(klen, 0)
+        vlen, p = _read_varint(data, p)
+        value = None if vlen < 0 else data[p : p + vlen]
+        p += max(vlen, 0)
+        nh, p = _read_varint(data, p)
+        headers = []
+        for _h in range(nh):
+            hk, p = _read_varint(data, p)
+            hkey = data[p : p + hk].decode()
+            p += hk
+            hv, p = _read_varint(data, p)
+            hval = None if hv < 0 else data[p : p + hv]
+            p += max(hv, 0)
+            headers.append((hkey, hval))
+        p = end
+        ts = h.max_timestamp if h.attributes & TIMESTAMP_TYPE_MASK else h.base_timestamp + ts_delta
+        yield Record(h.base_offset + off_delta, ts, key, value, tuple(headers))
+
+
+def build_batch(
+    records: list[tuple[bytes | None, bytes | None]],
+    *,
+    base_offset: int = 0,
+    timestamp_ms: int = 0,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    transactional: bool = False,
+    headers: tuple[tuple[str, bytes | None], ...] = (),
+) -> bytearray:
+    """An uncompressed batch; used by the broker for internal topics and by tests."""
+    body = bytearray()
+    for i, (key, value) in enumerate(records):
+        rec = bytearray(b"\x00") + _zigzag(0) + _zigzag(i)
+        rec += _zigzag(-1) if key is None else _zigzag(len(key)) + key
+        rec += _zigzag(-1) if value is None else _zigzag(len(value)) + value
+        rec += _zigzag(len(headers))
+        for hk, hv in headers:
+            hkb = hk.encode()
+            rec += _zigzag(len(hkb)) + hkb
+            rec += _zigzag(-1) if hv is None else _zigzag(len(hv)) + hv
+        body += _zigzag(len(rec)) + rec
+    attributes = TRANSACTIONAL_FLAG if transactional else 0
+    n = len(records)
+    after_crc = struct.pack(
+        ">hiqqqhii", attributes, n - 1, timestamp_ms, timestamp_ms,
+        producer_id, producer_epoch, base_sequence, n,
+    ) + bytes(body)
+    crc = crc32c.crc32c(after_crc)
+    return bytearray(struct.pack(">qiibI", base_offset, 9 + len(after_crc), 0, MAGIC, crc) + after_crc)

@@ -1,0 +1,38 @@
+"""Small value types shared by every layer."""
+
+from __future__ import annotations
+
+import enum
+from typing import NamedTuple
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+class IsolationLevel(enum.IntEnum):
+    READ_UNCOMMITTED = 0
+    READ_COMMITTED = 1
+
+
+# ListOffsets special timestamps (ListOffsetsRequest.java).
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+
+import datetime as _dt
+
+ZERO_MS = _dt.timedelta(0)
+
+
+def ms(td: _dt.timedelta) -> int:
+    """kio carries durations as timedelta; the broker works in whole milliseconds."""
+    return int(td.total_seconds() * 1000)

@@ -1,0 +1,180 @@
+"""What the broker serves per API key, and conversion between kio's per-version classes.
+
+kio generates one frozen dataclass per API per version. Handlers see one shape per API: the
+request is *upgraded* to the class of the highest version we serve, and the handler's response,
+built in that same version's shape, is *downgraded* to the version the client asked for. Fields
+absent in the source get their schema default; fields absent in the target are dropped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import uuid
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, Final, NamedTuple
+
+from kio.index import load_request_schema, load_response_schema
+from kio.serial._implicit_defaults import get_implicit_default
+from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTupleField, classify_field, is_optional
+
+
+class VersionRange(NamedTuple):
+    min: int
+    max: int
+
+    def __contains__(self, version: object) -> bool:  # type: ignore[override]
+        return isinstance(version, int) and self.min <= version <= self.max
+
+
+# Ranges from shared/reference/protocol.md section 3. The advertised set is this table
+# intersected with the handlers actually registered (broker/dispatch.py).
+SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
+    0: VersionRange(3, 11),    # Produce; 12+ implies transactions v2
+    1: VersionRange(4, 12),    # Fetch; v13+ names topics by id only
+    2: VersionRange(1, 7),     # ListOffsets
+    3: VersionRange(0, 12),    # Metadata
+    8: VersionRange(2, 9),     # OffsetCommit
+    9: VersionRange(1, 7),     # OffsetFetch
+    10: VersionRange(0, 4),    # FindCoordinator
+    11: VersionRange(2, 9),    # JoinGroup
+    12: VersionRange(0, 4),    # Heartbeat
+    13: VersionRange(0, 5),    # LeaveGroup
+    14: VersionRange(0, 5),    # SyncGroup
+    15: VersionRange(0, 5),    # DescribeGroups
+    16: VersionRange(0, 5),    # ListGroups
+    18: VersionRange(0, 4),    # ApiVersions
+    19: VersionRange(2, 7),    # CreateTopics
+    20: VersionRange(1, 6),    # DeleteTopics
+    22: VersionRange(0, 5),    # InitProducerId
+    23: VersionRange(2, 4),    # OffsetForLeaderEpoch
+    24: VersionRange(0, 3),    # AddPartitionsToTxn
+    25: VersionRange(0, 4),    # AddOffsetsToTxn
+    26: VersionRange(0, 4),    # EndTxn
+    27: VersionRange(0, 1),    # WriteTxnMarkers (not advertised unless registered)
+    28: VersionRange(0, 4),    # TxnOffsetCommit
+    32: VersionRange(1, 4),    # DescribeConfigs
+    37: VersionRange(0, 3),    # CreatePartitions
+    42: VersionRange(0, 2),    # DeleteGroups
+    47: VersionRange(0, 0),    # OffsetDelete
+    60: VersionRange(0, 1),    # DescribeCluster
+    61: VersionRange(0, 0),    # DescribeProducers
+    65: VersionRange(0, 0),    # DescribeTransactions
+    66: VersionRange(0, 1),    # ListTransactions
+})
+
+
+def request_class(api_key: int, version: int) -> type[Any]:
+    return _request_class(api_key, version)
+
+
+def response_class(api_key: int, version: int) -> type[Any]:
+    return _response_class(api_key, version)
+
+
+@functools.cache
+def _request_class(api_key: int, version: int) -> type[Any]:
+    return load_request_schema(api_key, version)
+
+
+@functools.cache
+def _response_class(api_key: int, version: int) -> type[Any]:
+    return load_response_schema(api_key, version)
+
+
+def canonical_request(api_key: int) -> type[Any]:
+    return request_class(api_key, SUPPORTED[api_key].max)
+
+
+def canonical_response(api_key: int) -> type[Any]:
+    return response_class(api_key, SUPPORTED[api_key].max)
+
+
+def upgrade(entity: Any) -> Any:
+    """Convert a request entity to the shape of the highest version served for its API."""
+    upgraded = convert(entity, canonical_request(entity.__api_key__))
+    fixup = REQUEST_FIXUPS.get(entity.__api_key__)
+    if fixup is not None and upgraded is not entity:
+        upgraded = fixup(entity, upgraded)
+    return upgraded
+
+
+def _delete_topics_by_name(old: Any, new: Any) -> Any:
+    # DeleteTopics v0-5 name topics in `topic_names`; v6 in `topics` with optional ids.
+    names = getattr(old, "topic_names", None)
+    if not names:
+        return new
+    state_cls = _nested(type(new), "topics")
+    return dataclasses.replace(new, topics=tuple(state_cls(name=n, topic_id=uuid.UUID(int=0)) for n in names))
+
+
+def _nested(cls: type[Any], field_name: str) -> type[Any]:
+    for f in dataclasses.fields(cls):
+        if f.name == field_name:
+            return classify_field(f).type_  # type: ignore[no-any-return,union-attr]
+    raise KeyError(field_name)
+
+
+# Requests whose older versions carry data under another field name than the canonical shape.
+REQUEST_FIXUPS: dict[int, Callable[[Any, Any], Any]] = {
+    20: _delete_topics_by_name,
+}
+
+
+def downgrade(entity: Any, version: int) -> Any:
+    """Convert a response entity to the given version of its API."""
+    return convert(entity, response_class(entity.__api_key__, version))
+
+
+def convert(entity: Any, target: type[Any]) -> Any:
+    if entity is None or type(entity) is target:
+        return entity
+    return _converter(type(entity), target)(entity)
+
+
+@functools.cache
+def _converter(source: type[Any], target: type[Any]) -> Callable[[Any], Any]:
+    source_fields = {f.name for f in dataclasses.fields(source)}
+    copied: list[tuple[str, Callable[[Any], Any]]] = []
+    defaults: dict[str, Any] = {}
+    for f in dataclasses.fields(target):
+        if f.name in source_fields:
+            copied.append((f.name, _copier(f)))
+        else:
+            defaults[f.name] = _default_for(f)
+
+    def run(entity: Any) -> Any:
+        kwargs = dict(defaults)
+        for name, copy in copied:
+            kwargs[name] = copy(getattr(entity, name))
+        return target(**kwargs)
+
+    return run
+
+
+def _copier(f: dataclasses.Field[Any]) -> Callable[[Any], Any]:
+    kind = classify_field(f)
+    if isinstance(kind, EntityField):
+        sub = kind.type_
+        return lambda v: None if v is None else convert(v, sub)
+    if isinstance(kind, EntityTupleField):
+        sub = kind.type_
+        return lambda v: None if v is None else tuple(convert(x, sub) for x in v)
+    return lambda v: v
+
+
+def _default_for(f: dataclasses.Field[Any]) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:  # pragma: no cover - kio uses plain defaults
+        return f.default_factory()
+    if is_optional(f):
+        return None
+    kind = classify_field(f)
+    if isinstance(kind, EntityTupleField | PrimitiveTupleField):
+        return ()
+    if isinstance(kind, EntityField):
+        sub = kind.type_
+        return sub(**{g.name: _default_for(g) for g in dataclasses.fields(sub)})
+    return get_implicit_default(kind.type_)

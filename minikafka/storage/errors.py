@@ -1,0 +1,21 @@
+"""Typed storage failures; handlers map them to Kafka error codes in one place each."""
+
+from minikafka.protocol.errors import ErrorCode
+
+
+class StorageError(Exception):
+    error_code = ErrorCode.unknown_server_error
+
+
+class OffsetOutOfRange(StorageError):
+    error_code = ErrorCode.offset_out_of_range
+
+
+class MessageTooLarge(StorageError):
+    error_code = ErrorCode.message_too_large
+
+
+class CorruptSegment(StorageError):
+    """A segment file that fails validation while it is read."""
+
+    error_code = ErrorCode.corrupt_message

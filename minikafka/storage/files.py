@@ -1,0 +1,156 @@
+"""File names and small files in Kafka's formats: checkpoints, meta.properties, partition.metadata.
+
+Every small file is written to a temporary name, fsynced, and renamed over the old one, so a
+crash leaves either the old or the new content (Kafka's CheckpointFile does the same).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+from minikafka.protocol.types import TopicPartition
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
+SNAPSHOT_SUFFIX = ".snapshot"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+META_PROPERTIES = "meta.properties"
+PARTITION_METADATA = "partition.metadata"
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+
+
+def segment_name(base_offset: int, suffix: str) -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+def offset_from_name(name: str) -> int:
+    return int(name.split(".", 1)[0])
+
+
+def partition_dir_name(tp: TopicPartition) -> str:
+    return f"{tp.topic}-{tp.partition}"
+
+
+def parse_partition_dir(name: str) -> TopicPartition | None:
+    topic, sep, part = name.rpartition("-")
+    if not sep or not topic or not part.isdigit():
+        return None
+    return TopicPartition(topic, int(part))
+
+
+def atomic_write(path: Path, data: bytes, *, fsync: bool = True) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, data)
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    if fsync:
+        fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# Offset checkpoint files (Kafka's OffsetCheckpointFile): "0\n<count>\n<topic> <partition> <offset>\n..."
+def write_offset_checkpoint(path: Path, offsets: Mapping[TopicPartition, int]) -> None:
+    lines = ["0", str(len(offsets))]
+    lines += [f"{tp.topic} {tp.partition} {off}" for tp, off in sorted(offsets.items())]
+    atomic_write(path, ("\n".join(lines) + "\n").encode())
+
+
+def read_offset_checkpoint(path: Path) -> dict[TopicPartition, int]:
+    """Missing file -> empty. A malformed file raises ValueError (the caller decides to ignore it)."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return {}
+    lines = text.splitlines()
+    if len(lines) < 2 or lines[0].strip() != "0":
+        raise ValueError(f"malformed checkpoint {path}")
+    count = int(lines[1])
+    out: dict[TopicPartition, int] = {}
+    for line in lines[2 : 2 + count]:
+        topic, part, off = line.rsplit(" ", 2)
+        out[TopicPartition(topic, int(part))] = int(off)
+    if len(out) != count:
+        raise ValueError(f"checkpoint {path} holds {len(out)} entries, header says {count}")
+    return out
+
+
+def kafka_uuid_str(u: uuid.UUID) -> str:
+    """Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, without padding."""
+    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
+
+
+def parse_kafka_uuid(s: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(s + "=" * (-len(s) % 4)))
+
+
+def new_kafka_uuid() -> uuid.UUID:
+    # Kafka never hands out ids whose string form starts with "-" (Uuid.randomUuid) nor the zero id.
+    while True:
+        u = uuid.uuid4()
+        if not kafka_uuid_str(u).startswith("-"):
+            return u
+
+
+def write_partition_metadata(partition_dir: Path, topic_id: uuid.UUID) -> None:
+    atomic_write(partition_dir / PARTITION_METADATA,
+                 f"version: 0\ntopic_id: {kafka_uuid_str(topic_id)}\n".encode())
+
+
+def read_partition_metadata(partition_dir: Path) -> uuid.UUID | None:
+    try:
+        text = (partition_dir / PARTITION_METADATA).read_text()
+    except FileNotFoundError:
+        return None
+    fields = dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
+    try:
+        return parse_kafka_uuid(fields["topic_id"].strip())
+    except (KeyError, ValueError):
+        return None
+
+
+def write_leader_epoch_checkpoint(partition_dir: Path, entries: list[tuple[int, int]]) -> None:
+    lines = ["0", str(len(entries))] + [f"{epoch} {start}" for epoch, start in entries]
+    atomic_write(partition_dir / LEADER_EPOCH_CHECKPOINT, ("\n".join(lines) + "\n").encode(), fsync=False)
+
+
+def write_meta_properties(log_dir: Path, *, node_id: int, cluster_id: str, directory_id: str) -> None:
+    text = (
+        "#\n#Written by minikafka\n"
+        f"cluster.id={cluster_id}\ndirectory.id={directory_id}\nnode.id={node_id}\nversion=1\n"
+    )
+    atomic_write(log_dir / META_PROPERTIES, text.encode())
+
+
+def read_meta_properties(log_dir: Path) -> dict[str, str] | None:
+    try:
+        text = (log_dir / META_PROPERTIES).read_text()
+    except FileNotFoundError:
+        return None
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        if line.startswith("#") or "=" not in line:
+            continue
+        k, v = line.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out

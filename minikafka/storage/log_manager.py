@@ -1,0 +1,284 @@
+"""LogManager: every PartitionLog of the data directory, topics, checkpoints, clean shutdown.
+
+Layout (Kafka's): `<data_dir>/<topic>-<partition>/` per partition with its segments and
+`partition.metadata`; in `<data_dir>`: `meta.properties`, `recovery-point-offset-checkpoint`,
+`log-start-offset-checkpoint` and, after a clean stop, `.kafka_cleanshutdown`. Kafka keeps topic
+configs in its KRaft metadata log; minikafka keeps them in `minikafka-topics.json` beside them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.types import TopicPartition
+from minikafka.storage import files
+from minikafka.storage.partition_log import PartitionLog
+
+log = structlog.get_logger("minikafka.storage")
+
+TOPICS_FILE = "minikafka-topics.json"
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_TOPIC_NAME = 249
+
+
+class TopicError(Exception):
+    def __init__(self, error_code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+
+
+@dataclass
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    configs: dict[str, str] = field(default_factory=dict)  # overrides, as strings (Kafka keeps strings)
+    internal: bool = False
+
+
+def validate_topic_name(name: str) -> None:
+    if not name or name in (".", ".."):
+        raise TopicError(ErrorCode.invalid_topic_exception, f"topic name {name!r} is illegal")
+    if len(name) > MAX_TOPIC_NAME:
+        raise TopicError(ErrorCode.invalid_topic_exception,
+                         f"topic name is illegal, it can't be longer than {MAX_TOPIC_NAME} characters")
+    if not _LEGAL_TOPIC.match(name):
+        raise TopicError(ErrorCode.invalid_topic_exception,
+                         f"topic name {name!r} is illegal, it contains a character other than "
+                         "ASCII alphanumerics, '.', '_' and '-'")
+
+
+class LogManager:
+    def __init__(self, data_dir: Path, *, node_id: int, topic_defaults: Mapping[str, Any],
+                 topic_config_parser: Any, cluster_id: str | None = None) -> None:
+        self.data_dir = data_dir
+        self.node_id = node_id
+        self.topic_defaults = dict(topic_defaults)
+        self._parse_topic_config = topic_config_parser
+        self.topics: dict[str, TopicInfo] = {}
+        self.logs: dict[TopicPartition, PartitionLog] = {}
+        self.cluster_id = cluster_id or ""
+        self.clean_startup = False
+
+    # ------------------------------------------------------------------------------ lifecycle
+    def startup(self, now_ms: int) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        meta = files.read_meta_properties(self.data_dir)
+        if meta is None:
+            if not self.cluster_id:
+                self.cluster_id = files.kafka_uuid_str(files.new_kafka_uuid())
+            files.write_meta_properties(self.data_dir, node_id=self.node_id, cluster_id=self.cluster_id,
+                                        directory_id=files.kafka_uuid_str(files.new_kafka_uuid()))
+        else:
+            stored = int(meta.get("node.id", self.node_id))
+            if stored != self.node_id:
+                raise RuntimeError(f"{self.data_dir} belongs to node.id={stored}, not {self.node_id}")
+            self.cluster_id = meta.get("cluster.id", self.cluster_id)
+
+        marker = self.data_dir / files.CLEAN_SHUTDOWN_FILE
+        self.clean_startup = marker.exists()
+        recovery_points = self._read_checkpoint(files.RECOVERY_POINT_CHECKPOINT)
+        start_offsets = self._read_checkpoint(files.LOG_START_OFFSET_CHECKPOINT)
+        self._load_topics_file()
+
+        for name in sorted(os.listdir(self.data_dir)):
+            path = self.data_dir / name
+            tp = files.parse_partition_dir(name)
+            if tp is None or not path.is_dir():
+                continue
+            info = self.topics.get(tp.topic)
+            topic_id = files.read_partition_metadata(path)
+            if info is None:
+                info = TopicInfo(tp.topic, topic_id or files.new_kafka_uuid(), 0,
+                                 internal=tp.topic.startswith("__"))
+                self.topics[tp.topic] = info
+                log.warning("topic_rebuilt_from_directory", topic=tp.topic)
+            if topic_id is None or topic_id != info.topic_id:
+                files.write_partition_metadata(path, info.topic_id)
+            info.partitions = max(info.partitions, tp.partition + 1)
+            self.logs[tp] = PartitionLog.open(
+                tp, path, self.topic_config(tp.topic),
+                recovery_point=recovery_points.get(tp, 0), log_start_offset=start_offsets.get(tp, 0),
+                clean=self.clean_startup, now_ms=now_ms,
+            )
+        # Partitions named in the topics file whose directory is missing are created empty.
+        for info in self.topics.values():
+            for p in range(info.partitions):
+                tp = TopicPartition(info.name, p)
+                if tp not in self.logs:
+                    self.logs[tp] = self._create_partition(info, p, now_ms)
+        if self.clean_startup:
+            marker.unlink()
+        self._save_topics_file()
+        self.checkpoint()
+        log.info("logs_loaded", partitions=len(self.logs), clean=self.clean_startup,
+                 recovered_segments=sum(pl.recovered_segments for pl in self.logs.values()))
+
+    def shutdown(self) -> None:
+        """Flush, checkpoint, close, and leave the clean-shutdown marker (Kafka's format)."""
+        for plog in self.logs.values():
+            plog.flush()
+        self.checkpoint()
+        for plog in self.logs.values():
+            plog.close()
+        files.atomic_write(self.data_dir / files.CLEAN_SHUTDOWN_FILE,
+                           json.dumps({"version": 0, "brokerEpoch": -1}).encode())
+
+    def _read_checkpoint(self, name: str) -> dict[TopicPartition, int]:
+        try:
+            return files.read_offset_checkpoint(self.data_dir / name)
+        except (ValueError, OSError) as exc:
+            log.warning("checkpoint_ignored", file=name, reason=str(exc))
+            return {}
+
+    def checkpoint(self) -> None:
+        files.write_offset_checkpoint(self.data_dir / files.RECOVERY_POINT_CHECKPOINT,
+                                      {tp: pl.recovery_point for tp, pl in self.logs.items()})
+        files.write_offset_checkpoint(self.data_dir / files.LOG_START_OFFSET_CHECKPOINT,
+                                      {tp: pl.log_start_offset for tp, pl in self.logs.items()
+                                       if pl.log_start_offset > 0})
+
+    # ------------------------------------------------------------------------------ topics file
+    def _load_topics_file(self) -> None:
+        path = self.data_dir / TOPICS_FILE
+        try:
+            doc = json.loads(path.read_text())
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as exc:
+            log.warning("topics_file_rebuilt", reason=str(exc))
+            return
+        for t in doc.get("topics", []):
+            self.topics[t["name"]] = TopicInfo(
+                t["name"], files.parse_kafka_uuid(t["topic_id"]), int(t["partitions"]),
+                dict(t.get("configs", {})), bool(t.get("internal", False)),
+            )
+
+    def _save_topics_file(self) -> None:
+        doc = {"version": 1, "topics": [
+            {"name": t.name, "topic_id": files.kafka_uuid_str(t.topic_id), "partitions": t.partitions,
+             "configs": t.configs, "internal": t.internal}
+            for t in sorted(self.topics.values(), key=lambda t: t.name)
+        ]}
+        files.atomic_write(self.data_dir / TOPICS_FILE, json.dumps(doc, indent=1).encode())
+
+    # ------------------------------------------------------------------------------ topics
+    def topic_config(self, topic: str) -> dict[str, Any]:
+        cfg = dict(self.topic_defaults)
+        info = self.topics.get(topic)
+        if info is not None:
+            for k, v in info.configs.items():
+                cfg[k] = self._parse_topic_config(k, v)
+        return cfg
+
+    def validate_configs(self, configs: Mapping[str, str | None]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for k, v in configs.items():
+            if v is None:
+                continue
+            try:
+                self._parse_topic_config(k, v)
+            except ValueError as exc:
+                raise TopicError(ErrorCode.invalid_config, str(exc)) from None
+            out[k] = v
+        return out
+
+    def create_topic(self, name: str, partitions: int, configs: Mapping[str, str | None], *,
+                     now_ms: int, internal: bool = False, validate_only: bool = False) -> TopicInfo:
+        """Raises TopicError with Kafka's code for an existing topic or invalid arguments."""
+        validate_topic_name(name)
+        if name in self.topics:
+            raise TopicError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+        if partitions < 1:
+            raise TopicError(ErrorCode.invalid_partitions, "Number of partitions must be larger than 0.")
+        overrides = self.validate_configs(configs)
+        info = TopicInfo(name, files.new_kafka_uuid(), partitions, overrides, internal)
+        if validate_only:
+            return info
+        self.topics[name] = info
+        for p in range(partitions):
+            self.logs[TopicPartition(name, p)] = self._create_partition(info, p, now_ms)
+        self._save_topics_file()
+        log.info("topic_created", topic=name, partitions=partitions, configs=overrides)
+        return info
+
+    def _create_partition(self, info: TopicInfo, partition: int, now_ms: int) -> PartitionLog:
+        tp = TopicPartition(info.name, partition)
+        path = self.data_dir / files.partition_dir_name(tp)
+        path.mkdir(parents=True, exist_ok=True)
+        files.write_partition_metadata(path, info.topic_id)
+        files.write_leader_epoch_checkpoint(path, [(0, 0)])
+        return PartitionLog.open(tp, path, self.topic_config(info.name), recovery_point=0,
+                                 log_start_offset=0, clean=True, now_ms=now_ms)
+
+    def create_partitions(self, name: str, total: int, *, now_ms: int, validate_only: bool = False) -> None:
+        info = self.topics.get(name)
+        if info is None:
+            raise TopicError(ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
+        if total <= info.partitions:
+            raise TopicError(ErrorCode.invalid_partitions,
+                             f"Topic currently has {info.partitions} partitions, which is higher than or "
+                             f"equal to the requested {total}.")
+        if validate_only:
+            return
+        for p in range(info.partitions, total):
+            self.logs[TopicPartition(name, p)] = self._create_partition(info, p, now_ms)
+        info.partitions = total
+        self._save_topics_file()
+
+    def delete_topic(self, name: str) -> TopicInfo:
+        info = self.topics.get(name)
+        if info is None:
+            raise TopicError(ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
+        for p in range(info.partitions):
+            plog = self.logs.pop(TopicPartition(name, p), None)
+            if plog is not None:
+                plog.delete()
+        del self.topics[name]
+        self._save_topics_file()
+        self.checkpoint()
+        log.info("topic_deleted", topic=name)
+        return info
+
+    def alter_topic_configs(self, name: str, configs: Mapping[str, str | None]) -> None:
+        info = self.topics[name]
+        for k, v in configs.items():
+            if v is None:
+                info.configs.pop(k, None)
+            else:
+                self.validate_configs({k: v})
+                info.configs[k] = v
+        cfg = self.topic_config(name)
+        for p in range(info.partitions):
+            self.logs[TopicPartition(name, p)].config = cfg
+        self._save_topics_file()
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        for info in self.topics.values():
+            if info.topic_id == topic_id:
+                return info
+        return None
+
+    def get(self, tp: TopicPartition) -> PartitionLog | None:
+        return self.logs.get(tp)
+
+    def __iter__(self) -> Iterator[PartitionLog]:
+        return iter(self.logs.values())
+
+    # ------------------------------------------------------------------------------ periodic
+    def delete_retained(self, now_ms: int) -> int:
+        return sum(pl.delete_retained_segments(now_ms) for pl in self.logs.values())
+
+    def flush_by_time(self, now_ms: int) -> None:
+        for pl in self.logs.values():
+            pl.maybe_flush_by_time(now_ms)

@@ -1,0 +1,102 @@
+"""Offset index (Kafka's OffsetIndex): 8-byte entries of (offset - base) int32, position int32.
+
+Entries are kept in memory for lookup and appended to the file as they are added. The file is not
+preallocated (Kafka preallocates and trims on roll; a trimmed file is what both leave behind).
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+from array import array
+from pathlib import Path
+
+ENTRY = struct.Struct(">ii")
+
+
+class OffsetIndex:
+    __slots__ = ("path", "base_offset", "relative_offsets", "positions", "_fd", "max_entries")
+
+    def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.relative_offsets: array[int] = array("i")
+        self.positions: array[int] = array("i")
+        self.max_entries = max(1, max_index_size // ENTRY.size)
+        self._fd = -1
+
+    # -- loading ---------------------------------------------------------------------------------
+    def load(self) -> bool:
+        """Read the file; False if it is missing or fails Kafka's sanity check (then rebuild)."""
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return False
+        if len(data) % ENTRY.size:
+            return False
+        rel = array("i")
+        pos = array("i")
+        for r, p in ENTRY.iter_unpack(data):
+            if (rel and r <= rel[-1]) or (pos and p < pos[-1]) or r < 0 or p < 0:
+                return False
+            rel.append(r)
+            pos.append(p)
+        self.relative_offsets, self.positions = rel, pos
+        return True
+
+    def reset(self) -> None:
+        """Empty the index (before a rebuild)."""
+        self.close()
+        self.relative_offsets = array("i")
+        self.positions = array("i")
+        with open(self.path, "wb"):
+            pass
+
+    def _open(self) -> int:
+        if self._fd < 0:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        return self._fd
+
+    # -- writing ---------------------------------------------------------------------------------
+    @property
+    def is_full(self) -> bool:
+        return len(self.relative_offsets) >= self.max_entries
+
+    def append(self, offset: int, position: int) -> None:
+        rel = offset - self.base_offset
+        if self.relative_offsets and rel <= self.relative_offsets[-1]:
+            return
+        self.relative_offsets.append(rel)
+        self.positions.append(position)
+        os.write(self._open(), ENTRY.pack(rel, position))
+
+    def truncate_to_position(self, position: int) -> None:
+        """Drop entries pointing at or past `position` (log truncation)."""
+        keep = bisect.bisect_left(self.positions, position)
+        if keep == len(self.positions):
+            return
+        del self.relative_offsets[keep:]
+        del self.positions[keep:]
+        self.close()
+        os.truncate(self.path, keep * ENTRY.size)
+
+    # -- reading ---------------------------------------------------------------------------------
+    def lookup(self, offset: int) -> tuple[int, int]:
+        """(offset, position) of the largest entry with offset <= target, else (base, 0)."""
+        i = bisect.bisect_right(self.relative_offsets, offset - self.base_offset) - 1
+        if i < 0:
+            return self.base_offset, 0
+        return self.base_offset + self.relative_offsets[i], self.positions[i]
+
+    def last_position(self) -> int:
+        return self.positions[-1] if self.positions else 0
+
+    def flush(self) -> None:
+        if self._fd >= 0:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1

@@ -1,0 +1,333 @@
+"""PartitionLog: the segments of one topic-partition (Kafka's UnifiedLog/LocalLog, one node).
+
+Theory of operation
+- Offsets: `log_start_offset` <= every readable offset < `log_end_offset`. On one node the high
+  watermark equals the log end offset as soon as the write returned: there are no followers.
+- Append: validate the batch header and CRC, assign offsets by patching the header in place,
+  roll the active segment if it is full or old, `pwrite` the bytes (the OS page cache holds them
+  before the producer is answered, so `kill -9` loses nothing acknowledged), then notify waiters.
+  Nothing is written unless the whole batch is valid.
+- Durability: fsync after `flush.messages` messages or `flush.ms`, and of a segment when it
+  rolls; the recovery point is the offset up to which everything is fsynced. After an unclean
+  shutdown, segments from the recovery point on are re-validated and a torn tail is truncated.
+"""
+
+from __future__ import annotations
+
+import bisect
+import enum
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import structlog
+
+from minikafka.protocol import records
+from minikafka.protocol.errors import CorruptRecord, InvalidRecord
+from minikafka.protocol.types import TopicPartition
+from minikafka.storage import files
+from minikafka.storage.errors import MessageTooLarge, OffsetOutOfRange
+from minikafka.storage.segment import LogSegment
+
+log = structlog.get_logger("minikafka.storage")
+
+INT32_MAX = 2**31 - 1
+
+
+class AppendOrigin(enum.Enum):
+    CLIENT = "client"            # Produce requests: exactly one non-control batch, base offset 0
+    COORDINATOR = "coordinator"  # internal topics and transaction markers written by the broker
+
+
+class AppendResult(NamedTuple):
+    base_offset: int
+    last_offset: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+
+
+class PartitionLog:
+    def __init__(self, tp: TopicPartition, directory: Path, topic_config: Mapping[str, Any],
+                 now_ms: int) -> None:
+        self.tp = tp
+        self.dir = directory
+        self.config = topic_config
+        self.segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self.log_start_offset = 0
+        self.recovery_point = 0
+        self.unflushed_messages = 0
+        self.last_flush_ms = now_ms
+        self.on_append: Callable[[], None] | None = None
+        self.recovered_segments = 0  # how many segments the last open() re-validated (for tests)
+
+    # ------------------------------------------------------------------------------ lifecycle
+    @classmethod
+    def open(cls, tp: TopicPartition, directory: Path, topic_config: Mapping[str, Any], *,
+             recovery_point: int, log_start_offset: int, clean: bool, now_ms: int) -> PartitionLog:
+        """Load the partition directory; recover from the recovery point unless the shutdown was clean."""
+        plog = cls(tp, directory, topic_config, now_ms)
+        directory.mkdir(parents=True, exist_ok=True)
+        for name in os.listdir(directory):
+            if name.endswith((".tmp", ".deleted", ".cleaned", ".swap")):
+                os.unlink(directory / name)
+        bases = sorted(files.offset_from_name(n) for n in os.listdir(directory)
+                       if n.endswith(files.LOG_SUFFIX) and n[:20].isdigit())
+        for name in os.listdir(directory):  # index files whose .log is gone are orphans
+            if name.endswith((files.INDEX_SUFFIX, files.TIME_INDEX_SUFFIX, files.TXN_INDEX_SUFFIX)) \
+                    and name[:20].isdigit() and files.offset_from_name(name) not in bases:
+                os.unlink(directory / name)
+        for base in bases:
+            plog.segments.append(plog._new_segment_object(base, now_ms))
+        if not plog.segments:
+            start = max(log_start_offset, 0)
+            plog.segments.append(plog._new_segment_object(start, now_ms))
+        plog._bases = [s.base_offset for s in plog.segments]
+
+        recover_from = 0 if not clean else len(plog.segments)
+        if not clean:
+            # The segment holding the recovery point and every later one are re-validated.
+            recover_from = max(0, bisect.bisect_right(plog._bases, recovery_point) - 1)
+        for i, seg in enumerate(plog.segments):
+            if i < recover_from:
+                seg.load()
+                continue
+            truncated = seg.recover(max_batch_size=INT32_MAX)
+            plog.recovered_segments += 1
+            if truncated:
+                # Anything after a corrupt point cannot be trusted: later segments go too.
+                for later in plog.segments[i + 1 :]:
+                    log.warning("segment_deleted_after_corruption", path=str(later.log_path))
+                    later.delete()
+                del plog.segments[i + 1 :]
+                break
+        plog._bases = [s.base_offset for s in plog.segments]
+        plog.log_start_offset = max(log_start_offset, plog.segments[0].base_offset)
+        plog.recovery_point = min(recovery_point, plog.log_end_offset) if clean else plog.log_end_offset
+        if not clean:
+            plog.flush()
+        return plog
+
+    def _new_segment_object(self, base: int, now_ms: int) -> LogSegment:
+        return LogSegment(self.dir, base,
+                          index_interval_bytes=int(self.config["index.interval.bytes"]),
+                          max_index_size=int(self.config["segment.index.bytes"]), now_ms=now_ms)
+
+    def close(self) -> None:
+        for seg in self.segments:
+            seg.close()
+
+    def delete(self) -> None:
+        self.close()
+        for name in os.listdir(self.dir):
+            os.unlink(self.dir / name)
+        os.rmdir(self.dir)
+
+    # ------------------------------------------------------------------------------ offsets
+    @property
+    def active(self) -> LogSegment:
+        return self.segments[-1]
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.segments[-1].next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.high_watermark
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    # ------------------------------------------------------------------------------ append
+    def append(self, payload: bytearray, *, now_ms: int,
+               origin: AppendOrigin = AppendOrigin.CLIENT) -> AppendResult:
+        """Validate, assign offsets and write. Raises CorruptRecord, InvalidRecord, MessageTooLarge;
+        on any of them nothing is written."""
+        batches = records.split_batches(payload)
+        if not batches:
+            raise InvalidRecord("no record batch in the produce data")
+        max_message_bytes = int(self.config["max.message.bytes"])
+        if origin is AppendOrigin.CLIENT:
+            if len(batches) != 1:
+                raise InvalidRecord("produce requests v3+ carry exactly one record batch per partition")
+            h = batches[0][1]
+            if h.base_offset != 0:
+                raise InvalidRecord(f"the batch's base offset must be 0, not {h.base_offset}")
+            if h.is_control:
+                raise InvalidRecord("clients may not write control batches")
+            if h.records_count != h.last_offset_delta + 1 or h.records_count == 0:
+                raise InvalidRecord("record count does not match the last offset delta")
+        for _, h in batches:
+            if h.size > max_message_bytes:
+                raise MessageTooLarge(f"batch of {h.size} bytes exceeds max.message.bytes={max_message_bytes}")
+
+        log_append_time = now_ms if self.config["message.timestamp.type"] == "LogAppendTime" else -1
+        self._maybe_roll(len(payload), batches, now_ms)
+        next_offset = self.log_end_offset
+        base_offset = next_offset
+        max_ts = -1
+        offset_of_max_ts = -1
+        count = 0
+        for pos, h in batches:
+            records.set_base_offset(payload, pos, next_offset)
+            records.set_partition_leader_epoch(payload, pos, 0)
+            if log_append_time >= 0 and not h.is_control:
+                records.set_log_append_time(payload, pos, h.size, log_append_time)
+                batch_max = log_append_time
+            else:
+                batch_max = h.max_timestamp
+            last = next_offset + h.last_offset_delta
+            if batch_max > max_ts:
+                max_ts, offset_of_max_ts = batch_max, last
+            next_offset = last + 1
+            count += h.records_count
+        last_offset = next_offset - 1
+        self.active.append(payload, last_offset, max_ts, offset_of_max_ts)
+        self.unflushed_messages += count
+        if self.unflushed_messages >= int(self.config["flush.messages"]):
+            self.flush()
+        if self.on_append is not None:
+            self.on_append()
+        return AppendResult(base_offset, last_offset, log_append_time, self.log_start_offset)
+
+    def _maybe_roll(self, size: int, batches: list[tuple[int, records.BatchHeader]], now_ms: int) -> None:
+        seg = self.active
+        if seg.size == 0:
+            return
+        max_ts = max(h.max_timestamp for _, h in batches)
+        last_delta = sum(h.last_offset_delta + 1 for _, h in batches)
+        reason = None
+        if seg.size + size > int(self.config["segment.bytes"]):
+            reason = "size"
+        elif self._time_waited_for_roll(seg, max_ts, now_ms) > int(self.config["segment.ms"]):
+            reason = "time"
+        elif seg.index.is_full or seg.time_index.is_full:
+            reason = "index_full"
+        elif self.log_end_offset + last_delta - seg.base_offset > INT32_MAX:
+            reason = "offset_overflow"
+        if reason:
+            self.roll(now_ms, reason)
+
+    @staticmethod
+    def _time_waited_for_roll(seg: LogSegment, message_ts: int, now_ms: int) -> int:
+        # Kafka's LogSegment.timeWaitedForRoll: the incoming batch's timestamp against the
+        # segment's first batch timestamp, or wall time since creation when there is none.
+        if seg.rolling_base_ms is not None and seg.rolling_base_ms >= 0:
+            return message_ts - seg.rolling_base_ms
+        return now_ms - seg.created_ms
+
+    def roll(self, now_ms: int, reason: str = "requested") -> LogSegment:
+        """Start a new active segment at the log end offset; fsync the old one."""
+        old = self.active
+        new_base = self.log_end_offset
+        if old.size == 0 and old.base_offset == new_base:
+            return old
+        old.on_become_inactive()
+        old.flush()
+        seg = self._new_segment_object(new_base, now_ms)
+        self.segments.append(seg)
+        self._bases.append(new_base)
+        self.recovery_point = max(self.recovery_point, new_base)
+        log.info("segment_rolled", topic=self.tp.topic, partition=self.tp.partition,
+                 base_offset=new_base, reason=reason)
+        return seg
+
+    def flush(self) -> None:
+        self.active.flush()
+        self.unflushed_messages = 0
+        self.recovery_point = self.log_end_offset
+
+    def maybe_flush_by_time(self, now_ms: int) -> None:
+        flush_ms = int(self.config["flush.ms"])
+        if self.unflushed_messages and now_ms - self.last_flush_ms >= flush_ms:
+            self.flush()
+            self.last_flush_ms = now_ms
+
+    # ------------------------------------------------------------------------------ read
+    def read(self, offset: int, max_bytes: int, *, upper_offset: int | None = None,
+             min_one: bool = True) -> bytes:
+        """Raw batches starting at the one holding `offset`; empty at the log end.
+
+        Raises OffsetOutOfRange below the log start offset or past the log end offset.
+        """
+        leo = self.log_end_offset
+        if offset < self.log_start_offset or offset > leo:
+            raise OffsetOutOfRange(f"offset {offset} not in [{self.log_start_offset}, {leo}]")
+        upper = leo if upper_offset is None else min(upper_offset, leo)
+        if offset >= upper:
+            return b""
+        i = max(0, bisect.bisect_right(self._bases, offset) - 1)
+        for seg in self.segments[i:]:
+            data = seg.read(offset, max_bytes, upper, min_one)
+            if data is not None:
+                return data
+        return b""
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= target, from the log start."""
+        for seg in self.segments:
+            if seg.max_timestamp < timestamp:
+                continue
+            found = seg.find_offset_by_timestamp(timestamp, self.log_start_offset)
+            if found is not None:
+                return found
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the record with the largest timestamp (ListOffsets -3)."""
+        best: tuple[int, int] | None = None
+        for seg in self.segments:
+            if seg.max_timestamp >= 0 and (best is None or seg.max_timestamp > best[1]):
+                best = (seg.offset_of_max_timestamp, seg.max_timestamp)
+        return best
+
+    # ------------------------------------------------------------------------------ retention
+    def delete_retained_segments(self, now_ms: int) -> int:
+        """Delete segments past retention.ms or beyond retention.bytes; returns how many."""
+        if "delete" not in str(self.config["cleanup.policy"]):
+            return 0
+        retention_ms = int(self.config["retention.ms"])
+        retention_bytes = int(self.config["retention.bytes"])
+        deletable: list[LogSegment] = []
+        total = self.size_in_bytes
+        for seg in self.segments:
+            if seg.size == 0:
+                break
+            by_time = retention_ms >= 0 and seg.max_timestamp >= 0 and now_ms - seg.max_timestamp > retention_ms
+            by_size = retention_bytes >= 0 and total - seg.size >= retention_bytes
+            if not (by_time or by_size):
+                break
+            deletable.append(seg)
+            total -= seg.size
+        if not deletable:
+            return 0
+        if deletable[-1] is self.active:
+            self.roll(now_ms, "retention")
+        for seg in deletable:
+            log.info("segment_deleted", topic=self.tp.topic, partition=self.tp.partition,
+                     base_offset=seg.base_offset, reason="retention")
+            seg.delete()
+        n = len(deletable)
+        del self.segments[:n]
+        self._bases = [s.base_offset for s in self.segments]
+        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        return n
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove everything at and after offset (used by recovery of internal state only)."""
+        while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
+            self.segments.pop().delete()
+        self.active.truncate_to(offset)
+        self._bases = [s.base_offset for s in self.segments]
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+
+
+__all__ = ["PartitionLog", "AppendOrigin", "AppendResult", "CorruptRecord", "InvalidRecord",
+           "MessageTooLarge", "OffsetOutOfRange"]

@@ -1,0 +1,280 @@
+"""LogSegment: one base offset's `.log` with its `.index` and `.timeindex` (Kafka's LogSegment).
+
+Batches are appended exactly as received (offsets already patched). The offset index gets an
+entry when more than `index.interval.bytes` were appended since the last one; the entry's offset
+is the last offset of the batch and its position the batch start; the time index gets the
+segment's max timestamp so far at the same moment. Reads never build per-record objects: they
+return the raw bytes of whole batches.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import structlog
+
+from minikafka.protocol import records
+from minikafka.protocol.errors import CorruptRecord
+from minikafka.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
+from minikafka.storage import files
+from minikafka.storage.offset_index import OffsetIndex
+from minikafka.storage.time_index import TimeIndex
+
+log = structlog.get_logger("minikafka.storage")
+
+_SCAN_CHUNK = 64 * 1024
+
+
+class LogSegment:
+    __slots__ = (
+        "dir", "base_offset", "log_path", "fd", "size", "index", "time_index",
+        "index_interval_bytes", "bytes_since_last_index_entry", "max_timestamp",
+        "offset_of_max_timestamp", "next_offset", "rolling_base_ms", "created_ms",
+    )
+
+    def __init__(self, directory: Path, base_offset: int, *, index_interval_bytes: int,
+                 max_index_size: int, now_ms: int) -> None:
+        self.dir = directory
+        self.base_offset = base_offset
+        self.log_path = directory / files.segment_name(base_offset, files.LOG_SUFFIX)
+        self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.size = os.fstat(self.fd).st_size
+        self.index = OffsetIndex(directory / files.segment_name(base_offset, files.INDEX_SUFFIX),
+                                 base_offset, max_index_size)
+        self.time_index = TimeIndex(directory / files.segment_name(base_offset, files.TIME_INDEX_SUFFIX),
+                                    base_offset, max_index_size)
+        self.index_interval_bytes = index_interval_bytes
+        self.bytes_since_last_index_entry = 0
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = -1
+        self.next_offset = base_offset
+        self.rolling_base_ms: int | None = None  # max timestamp of the first batch (segment.ms)
+        self.created_ms = now_ms
+
+    # ---------------------------------------------------------------------------------- loading
+    def load(self) -> None:
+        """Open an existing segment whose tail is trusted (clean shutdown or below recovery point).
+
+        Indexes that are missing or fail the sanity check are rebuilt by a full recovery.
+        """
+        if self.size == 0:
+            self.index.reset()
+            self.time_index.reset()
+            return
+        if not (self.index.load() and self.time_index.load() and self._index_within_log()):
+            log.warning("index_rebuild", path=str(self.log_path), reason="missing or failed sanity check")
+            self.recover()
+            return
+        ts, off = self.time_index.last_entry
+        self.max_timestamp, self.offset_of_max_timestamp = ts, off
+        start = self.index.last_position()
+        last_indexed_pos = start
+        self.next_offset = self.base_offset
+        first = True
+        for pos, h in self.iter_headers(start):
+            if first and pos == 0:
+                self.rolling_base_ms = h.max_timestamp
+            first = False
+            self.next_offset = h.next_offset
+            if h.max_timestamp > self.max_timestamp:
+                self.max_timestamp, self.offset_of_max_timestamp = h.max_timestamp, h.last_offset
+            last_indexed_pos = pos
+        self.bytes_since_last_index_entry = self.size - last_indexed_pos if self.size else 0
+        if self.rolling_base_ms is None and self.size:
+            first_header = next(self.iter_headers(0), None)
+            if first_header is not None:
+                self.rolling_base_ms = first_header[1].max_timestamp
+
+    def _index_within_log(self) -> bool:
+        return not self.index.positions or self.index.positions[-1] < max(self.size, 1)
+
+    def recover(self, max_batch_size: int = 2**31 - 1) -> int:
+        """Re-validate every batch (size, magic, CRC), rebuild both indexes, truncate a bad tail.
+
+        Returns the number of bytes truncated (Kafka's LogSegment.recover).
+        """
+        self.index.reset()
+        self.time_index.reset()
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = -1
+        self.next_offset = self.base_offset
+        self.rolling_base_ms = None
+        valid = 0
+        last_index_entry = 0
+        prev_next = None
+        try:
+            for pos, h in self.iter_headers(0, validate=True):
+                if h.size > max_batch_size:
+                    raise CorruptRecord(f"batch of {h.size} bytes over the limit")
+                if prev_next is not None and h.base_offset < prev_next:
+                    raise CorruptRecord("offsets go backwards")
+                if h.max_timestamp > self.max_timestamp:
+                    self.max_timestamp, self.offset_of_max_timestamp = h.max_timestamp, h.last_offset
+                if pos - last_index_entry > self.index_interval_bytes:
+                    self.index.append(h.last_offset, pos)
+                    self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+                    last_index_entry = pos
+                if self.rolling_base_ms is None:
+                    self.rolling_base_ms = h.max_timestamp
+                valid = pos + h.size
+                self.next_offset = h.next_offset
+                prev_next = h.next_offset
+        except CorruptRecord as exc:
+            log.warning("segment_corrupt_tail", path=str(self.log_path), position=valid, reason=str(exc))
+        truncated = self.size - valid
+        if truncated:
+            log.warning("segment_truncated", path=str(self.log_path), valid_bytes=valid, truncated_bytes=truncated)
+            os.ftruncate(self.fd, valid)
+            self.size = valid
+        self.bytes_since_last_index_entry = valid - last_index_entry
+        return truncated
+
+    # ---------------------------------------------------------------------------------- writing
+    def append(self, data: bytes | bytearray | memoryview, last_offset: int, max_timestamp: int,
+               offset_of_max_timestamp: int) -> int:
+        """Write batches (offsets already assigned) at the end; returns their file position."""
+        position = self.size
+        n = os.pwrite(self.fd, data, position)
+        if n != len(data):  # pragma: no cover - regular files write fully or raise
+            raise OSError(f"short write to {self.log_path}")
+        self.size += n
+        if self.rolling_base_ms is None:
+            self.rolling_base_ms = max_timestamp
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp, self.offset_of_max_timestamp = max_timestamp, offset_of_max_timestamp
+        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+            self.index.append(last_offset, position)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self.bytes_since_last_index_entry = 0
+        self.bytes_since_last_index_entry += n
+        self.next_offset = last_offset + 1
+        return position
+
+    def on_become_inactive(self) -> None:
+        """At roll: the final time index entry (Kafka's onBecomeInactiveSegment)."""
+        self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+
+    def flush(self) -> None:
+        os.fsync(self.fd)
+        self.index.flush()
+        self.time_index.flush()
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch whose base offset is >= offset."""
+        cut = self.size
+        for pos, h in self.iter_headers(self.index.lookup(offset)[1]):
+            if h.base_offset >= offset:
+                cut = pos
+                break
+        if cut < self.size:
+            os.ftruncate(self.fd, cut)
+            self.size = cut
+            self.index.truncate_to_position(cut)
+            self.time_index.truncate_to_offset(offset)
+            # Recompute the tail state from what is left.
+            self.recover()
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            if self.max_timestamp >= 0:
+                self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            os.close(self.fd)
+            self.fd = -1
+        self.index.close()
+        self.time_index.close()
+
+    def delete(self) -> None:
+        self.close()
+        for suffix in (files.LOG_SUFFIX, files.INDEX_SUFFIX, files.TIME_INDEX_SUFFIX, files.TXN_INDEX_SUFFIX):
+            try:
+                os.unlink(self.dir / files.segment_name(self.base_offset, suffix))
+            except FileNotFoundError:
+                pass
+
+    # ---------------------------------------------------------------------------------- reading
+    def iter_headers(self, start: int, *, validate: bool = False) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each batch from `start`; stops quietly at an incomplete tail.
+
+        With validate=True, a bad magic, size or CRC raises CorruptRecord.
+        """
+        pos = start
+        size = self.size
+        buf = b""
+        buf_start = pos
+        while pos + LOG_OVERHEAD <= size:
+            rel = pos - buf_start
+            if rel + HEADER_SIZE > len(buf):
+                buf = os.pread(self.fd, max(_SCAN_CHUNK, HEADER_SIZE), pos)
+                buf_start, rel = pos, 0
+            if len(buf) - rel < HEADER_SIZE:
+                if validate:
+                    raise CorruptRecord(f"truncated batch header at position {pos}")
+                return
+            h = records.read_header(buf, rel)
+            if h.size < HEADER_SIZE or h.magic != records.MAGIC:
+                if validate:
+                    raise CorruptRecord(f"bad batch header at position {pos}")
+                return
+            if pos + h.size > size:
+                if validate:
+                    raise CorruptRecord(f"batch at position {pos} runs past the end of the file")
+                return
+            if validate:
+                if rel + h.size <= len(buf):
+                    crc = records.crc_of(buf, rel, h.size)
+                else:
+                    crc = records.crc_of(os.pread(self.fd, h.size, pos), 0, h.size)
+                if crc != h.crc:
+                    raise CorruptRecord(f"CRC mismatch at position {pos}")
+            yield pos, h
+            pos += h.size
+
+    def find_position(self, offset: int) -> tuple[int, BatchHeader] | None:
+        """The first batch whose last offset is >= offset."""
+        _, start = self.index.lookup(offset)
+        for pos, h in self.iter_headers(start):
+            if h.last_offset >= offset:
+                return pos, h
+        return None
+
+    def read(self, offset: int, max_bytes: int, upper_offset: int, min_one: bool) -> bytes | None:
+        """Whole batches from the one holding `offset`, at most max_bytes (but at least one batch
+        if min_one, KIP-74), never a batch whose base offset is >= upper_offset.
+
+        None when no batch here holds offset.
+        """
+        found = self.find_position(offset)
+        if found is None:
+            return None
+        pos, first = found
+        if first.base_offset >= upper_offset:
+            return b""
+        want = min(max_bytes, self.size - pos)
+        if want < first.size:
+            return os.pread(self.fd, first.size, pos) if min_one else b""
+        data = os.pread(self.fd, want, pos)
+        end = 0
+        n = len(data)
+        while end + LOG_OVERHEAD <= n:
+            base, size = records.peek_size(data, end)
+            if base >= upper_offset or end + size > n:
+                break
+            end += size
+        return data if end == n else data[:end]
+
+    def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= target and offset >= start."""
+        if self.max_timestamp < timestamp:
+            return None
+        approx = max(self.time_index.lookup(timestamp), start_offset)
+        _, pos = self.index.lookup(approx)
+        for p, h in self.iter_headers(pos):
+            if h.max_timestamp < timestamp or h.last_offset < start_offset:
+                continue
+            batch = os.pread(self.fd, h.size, p)
+            for rec in records.iter_records(batch):
+                if rec.timestamp >= timestamp and rec.offset >= start_offset:
+                    return rec.offset, rec.timestamp
+        return None

@@ -1,0 +1,101 @@
+"""Time index (Kafka's TimeIndex): 12-byte entries of timestamp int64, (offset - base) int32.
+
+An entry is added only when the timestamp grows, so timestamps in the file never go backwards.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+from array import array
+from pathlib import Path
+
+ENTRY = struct.Struct(">qi")
+
+
+class TimeIndex:
+    __slots__ = ("path", "base_offset", "timestamps", "relative_offsets", "_fd", "max_entries")
+
+    def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.timestamps: array[int] = array("q")
+        self.relative_offsets: array[int] = array("i")
+        self.max_entries = max(1, max_index_size // ENTRY.size)
+        self._fd = -1
+
+    def load(self) -> bool:
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return False
+        if len(data) % ENTRY.size:
+            return False
+        ts = array("q")
+        rel = array("i")
+        for t, r in ENTRY.iter_unpack(data):
+            if (ts and t < ts[-1]) or (rel and r < rel[-1]) or r < 0:
+                return False
+            ts.append(t)
+            rel.append(r)
+        self.timestamps, self.relative_offsets = ts, rel
+        return True
+
+    def reset(self) -> None:
+        self.close()
+        self.timestamps = array("q")
+        self.relative_offsets = array("i")
+        with open(self.path, "wb"):
+            pass
+
+    @property
+    def is_full(self) -> bool:
+        return len(self.timestamps) >= self.max_entries
+
+    @property
+    def last_entry(self) -> tuple[int, int]:
+        """(timestamp, offset) of the last entry, or (-1, base) when empty."""
+        if not self.timestamps:
+            return -1, self.base_offset
+        return self.timestamps[-1], self.base_offset + self.relative_offsets[-1]
+
+    def maybe_append(self, timestamp: int, offset: int) -> None:
+        if timestamp < 0:
+            return
+        if self.timestamps and timestamp <= self.timestamps[-1]:
+            return
+        rel = offset - self.base_offset
+        if self.relative_offsets and rel < self.relative_offsets[-1]:
+            return
+        self.timestamps.append(timestamp)
+        self.relative_offsets.append(rel)
+        if self._fd < 0:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.write(self._fd, ENTRY.pack(timestamp, rel))
+
+    def lookup(self, timestamp: int) -> int:
+        """Offset of the last entry with timestamp <= target, else the segment's base offset."""
+        i = bisect.bisect_right(self.timestamps, timestamp) - 1
+        if i < 0:
+            return self.base_offset
+        return self.base_offset + self.relative_offsets[i]
+
+    def truncate_to_offset(self, offset: int) -> None:
+        """Drop entries for offsets >= offset."""
+        keep = bisect.bisect_left(self.relative_offsets, offset - self.base_offset)
+        if keep == len(self.relative_offsets):
+            return
+        del self.timestamps[keep:]
+        del self.relative_offsets[keep:]
+        self.close()
+        os.truncate(self.path, keep * ENTRY.size)
+
+    def flush(self) -> None:
+        if self._fd >= 0:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1

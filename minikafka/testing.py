@@ -1,0 +1,214 @@
+"""pytest plugin (entry point `pytest11`): a `kafka_broker` fixture running minikafka.
+
+Installing minikafka gives any test suite a fresh broker per test:
+
+    def test_roundtrip(kafka_broker):
+        producer = confluent_kafka.Producer({"bootstrap.servers": kafka_broker.bootstrap})
+
+The broker runs as a subprocess (`python -m minikafka serve`) on a free loopback port with its
+data in the test's tmp_path, so tests can also kill -9 it, stop it cleanly, pause it and restart
+it on the same data and port. Readiness is a protocol check (an ApiVersions round trip), never a
+log line.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Settings that keep tests fast without changing semantics (as Kafka's own integration tests).
+TEST_OVERRIDES: dict[str, str] = {
+    "group.initial.rebalance.delay.ms": "0",
+    "offsets.topic.num.partitions": "1",
+    "transaction.state.log.num.partitions": "1",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "200",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def api_versions_probe(host: str, port: int, timeout: float = 1.0) -> bool:
+    """True when the broker answers an ApiVersions v0 request."""
+    request = struct.pack(">hhih", 18, 0, 1, 5) + b"probe"
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as s:
+            s.sendall(struct.pack(">i", len(request)) + request)
+            head = _recv_exactly(s, 4)
+            (size,) = struct.unpack(">i", head)
+            body = _recv_exactly(s, size)
+            return struct.unpack_from(">i", body, 0)[0] == 1
+    except OSError:
+        return False
+
+
+def _recv_exactly(s: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("closed")
+        buf += chunk
+    return buf
+
+
+class BrokerProcess:
+    """A minikafka broker in a child process, for tests."""
+
+    external = False
+
+    def __init__(self, data_dir: Path, *, port: int | None = None,
+                 overrides: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None) -> None:
+        self.data_dir = Path(data_dir)
+        self.port = port or free_port()
+        self.host = "127.0.0.1"
+        self.overrides = {**TEST_OVERRIDES, **(overrides or {})}
+        self.env = dict(env or {})
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = self.data_dir.parent / f"{self.data_dir.name}.broker.log"
+        self.startup_seconds = 0.0
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def command(self) -> list[str]:
+        cmd = [sys.executable, "-m", "minikafka", "serve", "--host", self.host, "--port", str(self.port),
+               "--data-dir", str(self.data_dir)]
+        for k, v in self.overrides.items():
+            cmd += ["--override", f"{k}={v}"]
+        return cmd
+
+    def start(self, timeout: float = 30.0) -> BrokerProcess:
+        env = {**os.environ, **self.env}
+        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child
+        t0 = time.monotonic()
+        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=env)
+        log.close()
+        self.wait_ready(timeout)
+        self.startup_seconds = time.monotonic() - t0
+        return self
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"broker exited with {self.proc.returncode}; log:\n{self.log_tail()}")
+            if api_versions_probe(self.host, self.port, timeout=0.5):
+                return
+            time.sleep(0.02)
+        raise TimeoutError(f"broker not ready after {timeout}s; log:\n{self.log_tail()}")
+
+    def log_tail(self, n: int = 4000) -> str:
+        try:
+            return self.log_path.read_bytes()[-n:].decode(errors="replace")
+        except OSError:
+            return ""
+
+    def term(self, timeout: float = 30.0) -> int:
+        """SIGTERM (clean shutdown) and wait; returns the exit code."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(10)
+
+    def pause(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGCONT)
+
+    def restart(self, *, hard: bool = False, timeout: float = 30.0) -> BrokerProcess:
+        if self.proc is not None and self.proc.poll() is None:
+            if hard:
+                self.kill9()
+            else:
+                self.term()
+        return self.start(timeout)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                self.proc.send_signal(signal.SIGCONT)
+                self.term(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill9()
+
+    def rss_kb(self) -> int:
+        with open(f"/proc/{self.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+
+class ExternalBroker:
+    """A broker someone else runs (KAFKA_BOOTSTRAP): the same tests, no restarts or files."""
+
+    external = True
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        host, _, port = bootstrap.rpartition(":")
+        self.host, self.port = host, int(port)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("kill9", "term", "restart", "pause", "resume", "data_dir", "pid", "rss_kb"):
+            pytest.skip(f"{name} needs a broker started by the test (KAFKA_BOOTSTRAP is set)")
+        raise AttributeError(name)
+
+
+@pytest.fixture
+def kafka_broker(tmp_path: Path) -> Iterator[BrokerProcess | ExternalBroker]:
+    """A fresh minikafka broker for the test, or the broker named by KAFKA_BOOTSTRAP."""
+    external = os.environ.get("KAFKA_BOOTSTRAP")
+    if external:
+        yield ExternalBroker(external)
+        return
+    broker = BrokerProcess(tmp_path / "kafka-data").start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def broker_factory(tmp_path: Path) -> Iterator[Any]:
+    """Start brokers with extra settings: broker_factory(overrides={...}, env={...})."""
+    started: list[BrokerProcess] = []
+
+    def make(overrides: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
+             name: str = "kafka-data") -> BrokerProcess:
+        if os.environ.get("KAFKA_BOOTSTRAP"):
+            pytest.skip("needs a minikafka broker started by the test")
+        b = BrokerProcess(tmp_path / f"{name}-{len(started)}", overrides=overrides, env=env).start()
+        started.append(b)
+        return b
+
+    yield make
+    for b in started:
+        b.stop()
