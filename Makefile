@@ -21,10 +21,10 @@ test: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q -m unit
 
-# The integration tests against a real Apache Kafka 4.x (jars from Maven Central, see bench/kafka/).
+# The integration tests against a real Apache Kafka 4.x (jars from Maven Central, see bench/kafka/;
+# tests/conftest.py fetches them once and starts one broker; without Java/Maven the tests skip).
 conformance: $(STAMP)
-	bench/kafka/fetch-jars.sh
-	MINIKAFKA_TARGET=kafka $(BIN)/python -m pytest -q -m "integration or kafka_reference"
+	MINIKAFKA_TARGET=kafka $(BIN)/python -m pytest -q -rs -m "integration or kafka_reference"
 
 clean:
 	rm -rf $(VENV) data .cache build *.egg-info

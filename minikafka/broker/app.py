@@ -12,11 +12,13 @@ import structlog
 
 from minikafka.broker.dispatch import HandlerRegistry
 from minikafka.broker.handlers import default_handlers
+from minikafka.broker.producer_id_store import FileProducerIdBlockStore
 from minikafka.broker.purgatory import FetchPurgatory
 from minikafka.broker.server import KafkaServer
 from minikafka.broker.services import BrokerServices
 from minikafka.clock import Clock, SystemClock
 from minikafka.config import BrokerConfig, parse_topic_config, topic_defaults
+from minikafka.coordinator.producer_ids import ProducerIdAllocator
 from minikafka.storage.log_manager import LogManager
 
 log = structlog.get_logger("minikafka.broker")
@@ -32,7 +34,8 @@ class Broker:
                                cluster_id=config["cluster.id"] or None)
         self.purgatory = FetchPurgatory()
         self.services = BrokerServices(config=config, logs=self.logs, clock=self.clock,
-                                       purgatory=self.purgatory)
+                                       purgatory=self.purgatory,
+                                       producer_ids=ProducerIdAllocator(FileProducerIdBlockStore(config.data_dir)))
         self.registry = HandlerRegistry(default_handlers(self.services))
         self.services.served = self.registry.served
         self.server = KafkaServer(self.registry, host=config.host, port=config.port,
@@ -53,6 +56,7 @@ class Broker:
             self.services.config = cfg
         c = self.config
         self._every(int(c["log.retention.check.interval.ms"]), self._retention)
+        self._every(int(c["producer.id.expiration.check.interval.ms"]), self._expire_producers)
         self._every(int(c["log.flush.offset.checkpoint.interval.ms"]), self._checkpoint)
         if c["log.flush.interval.ms"] is not None or c["log.flush.scheduler.interval.ms"] < 2**62:
             self._every(min(int(c["log.flush.scheduler.interval.ms"]), 1000), self._flush)
@@ -73,6 +77,9 @@ class Broker:
 
     def _retention(self) -> None:
         self.logs.delete_retained(self.clock.now_ms())
+
+    def _expire_producers(self) -> None:
+        self.logs.expire_producers(self.clock.now_ms(), int(self.config["producer.id.expiration.ms"]))
 
     def _checkpoint(self) -> None:
         self.logs.checkpoint()

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from minikafka.broker.purgatory import FetchPurgatory
 from minikafka.clock import Clock
+from minikafka.coordinator.producer_ids import ProducerIdAllocator
 from minikafka.config import BrokerConfig
 from minikafka.protocol import versions
 from minikafka.storage.log_manager import LogManager, TopicError, TopicInfo
@@ -17,6 +18,7 @@ class BrokerServices:
     logs: LogManager
     clock: Clock
     purgatory: FetchPurgatory
+    producer_ids: ProducerIdAllocator
     served: dict[int, versions.VersionRange] = field(default_factory=dict)  # filled by app.py
 
     @property

@@ -63,12 +63,131 @@ def decode_request(frame: bytes, served: dict[int, versions.VersionRange]) -> De
         cls = versions.request_class(api_key, api_version)
         header_cls = RequestHeaderV2 if cls.__flexible__ else RequestHeaderV1
         header, used = _reader(header_cls)(frame, 0)
+        _bounds_checker(cls)(frame, used)  # before kio, which preallocates arrays by their length
         body, used2 = _reader(cls)(frame, used)
     except Exception as exc:  # kio raises assorted errors on malformed input
         raise FramingError(f"cannot decode api_key={api_key} v{api_version}: {exc!r}") from exc
     # Bytes after the body are ignored, as Kafka's RequestContext.parseRequest ignores them
     # (librdkafka 2.16 sends three extra bytes after a Metadata v12 body).
     return DecodedRequest(api_key, api_version, correlation_id, header.client_id, body)
+
+
+# ---------------------------------------------------------------------------------------------
+# Length checks before decoding (KAFKA-14063). kio's native readers allocate an array's storage
+# from its declared length before reading any element, so a length of 2**32-2 aborts the whole
+# process on a failed allocation. This walk reads only lengths and sizes, and refuses any array
+# longer than the bytes left (Kafka's rule) or any string, bytes or tagged field past the end.
+
+_FIXED_SIZE = {
+    "bool": 1, "int8": 1, "int16": 2, "uint16": 2, "error_code": 2, "int32": 4, "uint32": 4,
+    "timedelta_i32": 4, "int64": 8, "uint64": 8, "float64": 8, "datetime_i64": 8,
+    "timedelta_i64": 8, "uuid": 16,
+}
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+
+
+def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    result = 0
+    for shift in range(0, 35, 7):
+        if pos >= len(buf):
+            raise FramingError("truncated varint")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+    raise FramingError("varint longer than 5 bytes")
+
+
+def _length(buf: bytes, pos: int, flexible: bool, wide: bool) -> tuple[int, int]:
+    """A length prefix: -1 for null. Compact: uvarint n+1; legacy: int16 (strings) or int32."""
+    if flexible:
+        n, pos = _uvarint(buf, pos)
+        return n - 1, pos
+    st = _I32 if wide else _I16
+    if pos + st.size > len(buf):
+        raise FramingError("truncated length")
+    return st.unpack_from(buf, pos)[0], pos + st.size
+
+
+def _skip(buf: bytes, pos: int, n: int) -> int:
+    if n < -1 or pos + max(n, 0) > len(buf):
+        raise FramingError(f"length {n} at {pos} exceeds the {len(buf) - pos} bytes left")
+    return pos + max(n, 0)
+
+
+def _value_walker(kafka_type: str | None, entity: type[Any] | None, flexible: bool) -> Any:
+    if entity is not None:
+        return _bounds_checker(entity)
+    assert kafka_type is not None
+    size = _FIXED_SIZE.get(kafka_type)
+    if size is not None:
+        return lambda buf, pos: _skip(buf, pos, size)
+    wide = kafka_type in ("bytes", "records")
+    if kafka_type not in ("string", "bytes", "records"):
+        raise TypeError(f"unknown kafka_type {kafka_type}")
+
+    def var(buf: bytes, pos: int) -> int:
+        n, pos = _length(buf, pos, flexible, wide)
+        return _skip(buf, pos, n)
+
+    return var
+
+
+def _field_walker(f: Any, flexible: bool) -> Any:
+    from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTupleField, classify_field
+
+    kind = classify_field(f)
+    entity = kind.type_ if isinstance(kind, EntityField | EntityTupleField) else None
+    item = _value_walker(f.metadata.get("kafka_type"), entity, flexible)
+    if not isinstance(kind, EntityTupleField | PrimitiveTupleField):
+        return item
+
+    def array(buf: bytes, pos: int) -> int:
+        n, pos = _length(buf, pos, flexible, True)
+        if n < -1 or n > len(buf) - pos:
+            raise FramingError(f"array of {n} elements with {len(buf) - pos} bytes left")
+        for _ in range(n):
+            pos = item(buf, pos)
+        return pos
+
+    return array
+
+
+@functools.cache
+def _bounds_checker(cls: type[Any]) -> Any:
+    """A function (frame, pos) -> end position that raises FramingError on an impossible length."""
+    import dataclasses
+
+    flexible = bool(cls.__flexible__)
+    inline = []
+    tagged: dict[int, Any] = {}
+    for f in dataclasses.fields(cls):
+        tag = f.metadata.get("tag")
+        if tag is not None and flexible:
+            tagged[int(tag)] = _field_walker(f, flexible)
+        else:
+            inline.append(_field_walker(f, flexible))
+
+    def walk(buf: bytes, pos: int) -> int:
+        for w in inline:
+            pos = w(buf, pos)
+        if flexible:
+            count, pos = _uvarint(buf, pos)
+            if count > len(buf) - pos:
+                raise FramingError(f"{count} tagged fields with {len(buf) - pos} bytes left")
+            for _ in range(count):
+                tag, pos = _uvarint(buf, pos)
+                size, pos = _uvarint(buf, pos)
+                end = _skip(buf, pos, size)
+                known = tagged.get(tag)
+                if known is not None and known(buf[:end], pos) > end:
+                    raise FramingError(f"tagged field {tag} overruns its size")
+                pos = end
+        return pos
+
+    return walk
 
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:

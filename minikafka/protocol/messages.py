@@ -17,6 +17,7 @@ from kio.schema.describe_configs.v4.response import (
     DescribeConfigsSynonym,
 )
 from kio.schema.fetch.v12.response import AbortedTransaction, FetchableTopicResponse, FetchResponse, PartitionData
+from kio.schema.init_producer_id.v5.response import InitProducerIdResponse
 from kio.schema.list_offsets.v7.response import (
     ListOffsetsPartitionResponse,
     ListOffsetsResponse,
@@ -41,6 +42,7 @@ CANONICAL = {
     2: ListOffsetsResponse,
     3: MetadataResponse,
     18: ApiVersionsResponse,
+    22: InitProducerIdResponse,
     19: CreateTopicsResponse,
     20: DeleteTopicsResponse,
     23: OffsetForLeaderEpochResponse,

@@ -123,6 +123,13 @@ class LogManager:
         self.checkpoint()
         log.info("logs_loaded", partitions=len(self.logs), clean=self.clean_startup,
                  recovered_segments=sum(pl.recovered_segments for pl in self.logs.values()))
+        stats_file = os.environ.get("MINIKAFKA_STATS_FILE")  # test hook: what startup re-validated
+        if stats_file:
+            files.atomic_write(Path(stats_file), json.dumps({
+                "clean": self.clean_startup,
+                "recovered_segments": sum(pl.recovered_segments for pl in self.logs.values()),
+                "partitions": {f"{tp.topic}-{tp.partition}": pl.recovered_segments for tp, pl in self.logs.items()},
+            }).encode(), fsync=False)
 
     def shutdown(self) -> None:
         """Flush, checkpoint, close, and leave the clean-shutdown marker (Kafka's format)."""
@@ -130,7 +137,7 @@ class LogManager:
             plog.flush()
         self.checkpoint()
         for plog in self.logs.values():
-            plog.close()
+            plog.close(snapshot=True)
         files.atomic_write(self.data_dir / files.CLEAN_SHUTDOWN_FILE,
                            json.dumps({"version": 0, "brokerEpoch": -1}).encode())
 
@@ -278,6 +285,9 @@ class LogManager:
     # ------------------------------------------------------------------------------ periodic
     def delete_retained(self, now_ms: int) -> int:
         return sum(pl.delete_retained_segments(now_ms) for pl in self.logs.values())
+
+    def expire_producers(self, now_ms: int, expiration_ms: int) -> int:
+        return sum(len(pl.producer_state.expire(now_ms, expiration_ms)) for pl in self.logs.values())
 
     def flush_by_time(self, now_ms: int) -> None:
         for pl in self.logs.values():

@@ -27,7 +27,9 @@ from minikafka.protocol import records
 from minikafka.protocol.errors import CorruptRecord, InvalidRecord
 from minikafka.protocol.types import TopicPartition
 from minikafka.storage import files
+from minikafka.storage import snapshot as snapshot_file
 from minikafka.storage.errors import MessageTooLarge, OffsetOutOfRange
+from minikafka.storage.producer_state import CompletedTxn, ProducerStateManager
 from minikafka.storage.segment import LogSegment
 
 log = structlog.get_logger("minikafka.storage")
@@ -61,6 +63,8 @@ class PartitionLog:
         self.last_flush_ms = now_ms
         self.on_append: Callable[[], None] | None = None
         self.recovered_segments = 0  # how many segments the last open() re-validated (for tests)
+        self.producer_state = ProducerStateManager()
+        self.completed_txns: list[CompletedTxn] = []  # markers seen by the last append (for the caller)
 
     # ------------------------------------------------------------------------------ lifecycle
     @classmethod
@@ -105,16 +109,73 @@ class PartitionLog:
         plog._bases = [s.base_offset for s in plog.segments]
         plog.log_start_offset = max(log_start_offset, plog.segments[0].base_offset)
         plog.recovery_point = min(recovery_point, plog.log_end_offset) if clean else plog.log_end_offset
+        plog._load_producer_state()
         if not clean:
             plog.flush()
         return plog
+
+    # ------------------------------------------------------------------------------ producer state
+    def _snapshot_offsets(self) -> list[int]:
+        return sorted(files.offset_from_name(n) for n in os.listdir(self.dir)
+                      if n.endswith(files.SNAPSHOT_SUFFIX) and n[:20].isdigit())
+
+    def _snapshot_path(self, offset: int) -> Path:
+        return self.dir / files.segment_name(offset, files.SNAPSHOT_SUFFIX)
+
+    def _load_producer_state(self) -> None:
+        """Newest valid snapshot at or below the log end, then replay the log after it.
+
+        Snapshots past the log end (the log was truncated) and corrupt ones are deleted; a
+        corrupt one is reported and an older one tried (Kafka's ProducerStateManager)."""
+        leo = self.log_end_offset
+        state: ProducerStateManager | None = None
+        start = self.log_start_offset
+        for offset in reversed(self._snapshot_offsets()):
+            path = self._snapshot_path(offset)
+            if offset > leo:
+                log.warning("snapshot_deleted", path=str(path), reason="beyond the log end offset")
+                path.unlink()
+                continue
+            try:
+                state = ProducerStateManager.from_snapshot(snapshot_file.decode(path.read_bytes()))
+                start = max(offset, self.log_start_offset)
+                break
+            except (snapshot_file.CorruptSnapshot, OSError) as exc:
+                log.warning("snapshot_corrupt_deleted", path=str(path), reason=str(exc))
+                path.unlink()
+        self.producer_state = state or ProducerStateManager()
+        self._replay_producer_state(start)
+
+    def _replay_producer_state(self, start: int) -> None:
+        i = max(0, bisect.bisect_right(self._bases, start) - 1)
+        for seg in self.segments[i:]:
+            _, pos = seg.index.lookup(start)
+            for p, h in seg.iter_headers(pos):
+                if h.last_offset < start or h.producer_id < 0:
+                    continue
+                self._fold_producer_batch(h, lambda seg=seg, p=p, n=h.size: os.pread(seg.fd, n, p))
+
+    def _fold_producer_batch(self, h: records.BatchHeader, batch_bytes: Callable[[], bytes]) -> CompletedTxn | None:
+        if h.is_control:
+            data = batch_bytes()
+            return self.producer_state.update_marker(h, records.control_type(data),
+                                                     records.control_coordinator_epoch(data))
+        self.producer_state.update(h)
+        return None
+
+    def take_snapshot(self) -> None:
+        """Write the producer state as `<log end offset>.snapshot` (at roll and clean shutdown)."""
+        offset = self.log_end_offset
+        files.atomic_write(self._snapshot_path(offset), snapshot_file.encode(self.producer_state.to_snapshot()))
 
     def _new_segment_object(self, base: int, now_ms: int) -> LogSegment:
         return LogSegment(self.dir, base,
                           index_interval_bytes=int(self.config["index.interval.bytes"]),
                           max_index_size=int(self.config["segment.index.bytes"]), now_ms=now_ms)
 
-    def close(self) -> None:
+    def close(self, *, snapshot: bool = False) -> None:
+        if snapshot:
+            self.take_snapshot()
         for seg in self.segments:
             seg.close()
 
@@ -139,7 +200,9 @@ class PartitionLog:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.high_watermark
+        first_unstable = self.producer_state.first_unstable_offset()
+        hw = self.high_watermark
+        return hw if first_unstable is None else min(first_unstable, hw)
 
     @property
     def size_in_bytes(self) -> int:
@@ -168,6 +231,14 @@ class PartitionLog:
             if h.size > max_message_bytes:
                 raise MessageTooLarge(f"batch of {h.size} bytes exceeds max.message.bytes={max_message_bytes}")
 
+        if origin is AppendOrigin.CLIENT:
+            h = batches[0][1]
+            if h.producer_id >= 0:
+                duplicate = self.producer_state.check(h)  # raises InvalidProducerEpoch / OutOfOrderSequence
+                if duplicate is not None:
+                    # A retry of one of the last five batches: its original offsets, nothing written.
+                    return AppendResult(duplicate.first_offset, duplicate.last_offset, -1, self.log_start_offset)
+
         log_append_time = now_ms if self.config["message.timestamp.type"] == "LogAppendTime" else -1
         self._maybe_roll(len(payload), batches, now_ms)
         next_offset = self.log_end_offset
@@ -190,6 +261,14 @@ class PartitionLog:
             count += h.records_count
         last_offset = next_offset - 1
         self.active.append(payload, last_offset, max_ts, offset_of_max_ts)
+        completed: list[CompletedTxn] = []
+        for pos, _ in batches:
+            h = records.read_header(payload, pos)
+            if h.producer_id >= 0:
+                done = self._fold_producer_batch(h, lambda pos=pos, n=h.size: bytes(payload[pos:pos + n]))
+                if done is not None:
+                    completed.append(done)
+        self.completed_txns = completed
         self.unflushed_messages += count
         if self.unflushed_messages >= int(self.config["flush.messages"]):
             self.flush()
@@ -231,6 +310,7 @@ class PartitionLog:
             return old
         old.on_become_inactive()
         old.flush()
+        self.take_snapshot()
         seg = self._new_segment_object(new_base, now_ms)
         self.segments.append(seg)
         self._bases.append(new_base)
@@ -318,7 +398,14 @@ class PartitionLog:
         del self.segments[:n]
         self._bases = [s.base_offset for s in self.segments]
         self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        self._on_log_start_offset_incremented()
         return n
+
+    def _on_log_start_offset_incremented(self) -> None:
+        # Snapshots below the log start describe batches that are gone (Kafka keeps none of them).
+        for offset in self._snapshot_offsets():
+            if offset < self.log_start_offset:
+                self._snapshot_path(offset).unlink(missing_ok=True)
 
     def truncate_to(self, offset: int) -> None:
         """Remove everything at and after offset (used by recovery of internal state only)."""
@@ -327,6 +414,7 @@ class PartitionLog:
         self.active.truncate_to(offset)
         self._bases = [s.base_offset for s in self.segments]
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        self._load_producer_state()
 
 
 __all__ = ["PartitionLog", "AppendOrigin", "AppendResult", "CorruptRecord", "InvalidRecord",

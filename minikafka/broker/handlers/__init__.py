@@ -10,6 +10,7 @@ from minikafka.broker.handlers.delete_topics import DeleteTopicsHandler
 from minikafka.broker.handlers.describe_cluster import DescribeClusterHandler
 from minikafka.broker.handlers.describe_configs import DescribeConfigsHandler
 from minikafka.broker.handlers.fetch import FetchHandler
+from minikafka.broker.handlers.init_producer_id import InitProducerIdHandler
 from minikafka.broker.handlers.list_offsets import ListOffsetsHandler
 from minikafka.broker.handlers.metadata import MetadataHandler
 from minikafka.broker.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHandler
@@ -30,4 +31,5 @@ def default_handlers(svc: BrokerServices) -> list[Handler]:
         DescribeConfigsHandler(svc),
         CreatePartitionsHandler(svc),
         DescribeClusterHandler(svc),
+        InitProducerIdHandler(svc),
     ]

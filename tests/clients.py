@@ -1,0 +1,89 @@
+"""Small helpers over confluent-kafka for the test suite (real clients, bounded waits)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+def admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict[str, str] | None = None,
+                 timeout: float = 30.0) -> None:
+    a = admin(bootstrap)  # keep the client alive until the future resolves
+    futures = a.create_topics([NewTopic(name, partitions, 1, config=config or {})], operation_timeout=timeout)
+    futures[name].result(timeout)
+    wait_for_topic(bootstrap, name, partitions, timeout)
+
+
+def wait_for_topic(bootstrap: str, name: str, partitions: int, timeout: float = 30.0) -> None:
+    a = admin(bootstrap)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        md = a.list_topics(name, timeout=5)
+        t = md.topics.get(name)
+        if t is not None and t.error is None and len(t.partitions) == partitions:
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"topic {name} not visible with {partitions} partitions")
+
+
+def producer(bootstrap: str, **conf: Any) -> Producer:
+    return Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **conf})
+
+
+def produce_all(p: Producer, topic: str, records: Iterable[dict[str, Any]], timeout: float = 30.0) -> list[Message]:
+    """Produce and flush; return the delivered messages (raises on any delivery error)."""
+    delivered: list[Message] = []
+    errors: list[KafkaError] = []
+
+    def cb(err: KafkaError | None, msg: Message) -> None:
+        (errors.append(err) if err else delivered.append(msg))
+
+    for r in records:
+        p.produce(topic, on_delivery=cb, **r)
+        p.poll(0)
+    remaining = p.flush(timeout)
+    if errors:
+        raise AssertionError(f"delivery errors: {errors[:5]}")
+    if remaining:
+        raise AssertionError(f"{remaining} messages not delivered within {timeout}s")
+    return delivered
+
+
+def consumer(bootstrap: str, **conf: Any) -> Consumer:
+    base = {"bootstrap.servers": bootstrap, "group.id": "tests", "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "enable.partition.eof": False}
+    base.update(conf)
+    return Consumer(base)
+
+
+def consume_n(c: Consumer, n: int, timeout: float = 30.0) -> list[Message]:
+    out: list[Message] = []
+    deadline = time.monotonic() + timeout
+    while len(out) < n and time.monotonic() < deadline:
+        for m in c.consume(min(500, n - len(out)), timeout=0.5):
+            if m.error():
+                raise AssertionError(f"consume error: {m.error()}")
+            out.append(m)
+    return out
+
+
+def read_all(bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 30.0,
+             **conf: Any) -> list[Message]:
+    """Assign every partition from offset 0 and read exactly `expected` messages, then make sure
+    nothing more arrives within a short grace period."""
+    c = consumer(bootstrap, **conf)
+    try:
+        c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        msgs = consume_n(c, expected, timeout)
+        extra = c.consume(100, timeout=0.5)
+        return msgs + [m for m in extra if not m.error()]
+    finally:
+        c.close()
