@@ -29,8 +29,9 @@ from minikafka.protocol.types import TopicPartition
 from minikafka.storage import files
 from minikafka.storage import snapshot as snapshot_file
 from minikafka.storage.errors import MessageTooLarge, OffsetOutOfRange
-from minikafka.storage.producer_state import CompletedTxn, ProducerStateManager
+from minikafka.storage.producer_state import CompletedTxn, InvalidProducerEpoch, ProducerStateManager
 from minikafka.storage.segment import LogSegment
+from minikafka.storage.txn_index import AbortedTxn
 
 log = structlog.get_logger("minikafka.storage")
 
@@ -130,7 +131,12 @@ class PartitionLog:
         leo = self.log_end_offset
         state: ProducerStateManager | None = None
         start = self.log_start_offset
+        # A rebuilt transaction index needs the producer state from before that segment, so a
+        # rebuild below the newest snapshot replays the whole log (Kafka's rebuildProducerState).
+        rebuild_from = min((s.base_offset for s in self.segments if s.txn_index_rebuild), default=None)
         for offset in reversed(self._snapshot_offsets()):
+            if rebuild_from is not None and offset > rebuild_from:
+                continue
             path = self._snapshot_path(offset)
             if offset > leo:
                 log.warning("snapshot_deleted", path=str(path), reason="beyond the log end offset")
@@ -153,15 +159,36 @@ class PartitionLog:
             for p, h in seg.iter_headers(pos):
                 if h.last_offset < start or h.producer_id < 0:
                     continue
-                self._fold_producer_batch(h, lambda seg=seg, p=p, n=h.size: os.pread(seg.fd, n, p))
+                self._fold_producer_batch(h, lambda seg=seg, p=p, n=h.size: os.pread(seg.fd, n, p), seg, False)
+            seg.txn_index_rebuild = False
 
-    def _fold_producer_batch(self, h: records.BatchHeader, batch_bytes: Callable[[], bytes]) -> CompletedTxn | None:
-        if h.is_control:
-            data = batch_bytes()
-            return self.producer_state.update_marker(h, records.control_type(data),
-                                                     records.control_coordinator_epoch(data))
-        self.producer_state.update(h)
-        return None
+    def _fold_producer_batch(self, h: records.BatchHeader, batch_bytes: Callable[[], bytes],
+                             segment: LogSegment, live: bool) -> CompletedTxn | None:
+        """Update producer state with one batch; an ABORT that ends a transaction is recorded in
+        the marker's segment's transaction index (live, or when replaying a rebuilt segment)."""
+        if not h.is_control:
+            self.producer_state.update(h)
+            return None
+        data = batch_bytes()
+        done = self.producer_state.update_marker(h, records.control_type(data),
+                                                 records.control_coordinator_epoch(data))
+        if done is not None and done.is_aborted and (live or segment.txn_index_rebuild):
+            first_unstable = self.producer_state.first_unstable_offset()
+            lso = first_unstable if first_unstable is not None else done.last_offset + 1
+            segment.txn_index.append(AbortedTxn(done.producer_id, done.first_offset, done.last_offset, lso))
+        return done
+
+    def append_marker(self, *, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                      now_ms: int) -> AppendResult:
+        """Write a COMMIT/ABORT control batch (WriteTxnMarkers). Raises InvalidProducerEpoch when the
+        partition has seen a newer epoch of this producer (Kafka's appendEndTxnMarker)."""
+        entry = self.producer_state.producers.get(producer_id)
+        if entry is not None and producer_epoch < entry.producer_epoch:
+            raise InvalidProducerEpoch(f"marker epoch {producer_epoch} is older than {entry.producer_epoch} "
+                                       f"for producer {producer_id}")
+        batch = records.build_control_batch(producer_id=producer_id, producer_epoch=producer_epoch, commit=commit,
+                                            coordinator_epoch=coordinator_epoch, timestamp_ms=now_ms)
+        return self.append(batch, now_ms=now_ms, origin=AppendOrigin.COORDINATOR)
 
     def take_snapshot(self) -> None:
         """Write the producer state as `<log end offset>.snapshot` (at roll and clean shutdown)."""
@@ -265,7 +292,8 @@ class PartitionLog:
         for pos, _ in batches:
             h = records.read_header(payload, pos)
             if h.producer_id >= 0:
-                done = self._fold_producer_batch(h, lambda pos=pos, n=h.size: bytes(payload[pos:pos + n]))
+                done = self._fold_producer_batch(h, lambda pos=pos, n=h.size: bytes(payload[pos:pos + n]),
+                                                 self.active, True)
                 if done is not None:
                     completed.append(done)
         self.completed_txns = completed
@@ -337,18 +365,37 @@ class PartitionLog:
 
         Raises OffsetOutOfRange below the log start offset or past the log end offset.
         """
+        return self.read_range(offset, max_bytes, upper_offset=upper_offset, min_one=min_one)[0]
+
+    def read_range(self, offset: int, max_bytes: int, *, upper_offset: int | None = None,
+                   min_one: bool = True) -> tuple[bytes, int]:
+        """As read(), with the offset that follows the data (the fetch's upper bound)."""
         leo = self.log_end_offset
         if offset < self.log_start_offset or offset > leo:
             raise OffsetOutOfRange(f"offset {offset} not in [{self.log_start_offset}, {leo}]")
         upper = leo if upper_offset is None else min(upper_offset, leo)
         if offset >= upper:
-            return b""
+            return b"", offset
         i = max(0, bisect.bisect_right(self._bases, offset) - 1)
         for seg in self.segments[i:]:
-            data = seg.read(offset, max_bytes, upper, min_one)
-            if data is not None:
-                return data
-        return b""
+            found = seg.read_range(offset, max_bytes, upper, min_one)
+            if found is not None:
+                return found
+        return b"", offset
+
+    def collect_aborted(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [fetch_offset, upper_bound) (Kafka's collectAbortedTxns)."""
+        out: list[AbortedTxn] = []
+        i = max(0, bisect.bisect_right(self._bases, fetch_offset) - 1)
+        for seg in self.segments[i:]:
+            found, complete = seg.txn_index.collect(fetch_offset, upper_bound)
+            out.extend(found)
+            if complete:
+                break
+        return out
+
+    def aborted_txns(self) -> list[AbortedTxn]:
+        return [e for seg in self.segments for e in seg.txn_index.entries]
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= target, from the log start."""

@@ -21,6 +21,7 @@ from minikafka.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
 from minikafka.storage import files
 from minikafka.storage.offset_index import OffsetIndex
 from minikafka.storage.time_index import TimeIndex
+from minikafka.storage.txn_index import TransactionIndex
 
 log = structlog.get_logger("minikafka.storage")
 
@@ -31,7 +32,8 @@ class LogSegment:
     __slots__ = (
         "dir", "base_offset", "log_path", "fd", "size", "index", "time_index",
         "index_interval_bytes", "bytes_since_last_index_entry", "max_timestamp",
-        "offset_of_max_timestamp", "next_offset", "rolling_base_ms", "created_ms",
+        "offset_of_max_timestamp", "next_offset", "rolling_base_ms", "created_ms", "txn_index",
+        "txn_index_rebuild",
     )
 
     def __init__(self, directory: Path, base_offset: int, *, index_interval_bytes: int,
@@ -45,6 +47,12 @@ class LogSegment:
                                  base_offset, max_index_size)
         self.time_index = TimeIndex(directory / files.segment_name(base_offset, files.TIME_INDEX_SUFFIX),
                                     base_offset, max_index_size)
+        self.txn_index = TransactionIndex(directory / files.segment_name(base_offset, files.TXN_INDEX_SUFFIX))
+        # Set when the aborted-transaction entries must be rebuilt by replaying producer state.
+        self.txn_index_rebuild = False
+        if self.size == 0:  # a new segment has its (empty) index files at once, as in Kafka
+            self.index.path.touch(exist_ok=True)
+            self.time_index.path.touch(exist_ok=True)
         self.index_interval_bytes = index_interval_bytes
         self.bytes_since_last_index_entry = 0
         self.max_timestamp = -1
@@ -62,7 +70,12 @@ class LogSegment:
         if self.size == 0:
             self.index.reset()
             self.time_index.reset()
+            self.txn_index.reset()
             return
+        if not self.txn_index.load():
+            log.warning("txn_index_rebuild", path=str(self.txn_index.path), reason="failed sanity check")
+            self.txn_index.reset()
+            self.txn_index_rebuild = True
         if not (self.index.load() and self.time_index.load() and self._index_within_log()):
             log.warning("index_rebuild", path=str(self.log_path), reason="missing or failed sanity check")
             self.recover()
@@ -80,7 +93,7 @@ class LogSegment:
             self.next_offset = h.next_offset
             if h.max_timestamp > self.max_timestamp:
                 self.max_timestamp, self.offset_of_max_timestamp = h.max_timestamp, h.last_offset
-            last_indexed_pos = pos
+        # Bytes since the last index entry, as append() and recover() count them.
         self.bytes_since_last_index_entry = self.size - last_indexed_pos if self.size else 0
         if self.rolling_base_ms is None and self.size:
             first_header = next(self.iter_headers(0), None)
@@ -97,6 +110,8 @@ class LogSegment:
         """
         self.index.reset()
         self.time_index.reset()
+        self.txn_index.reset()
+        self.txn_index_rebuild = True  # the log replay of producer state refills it
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1
         self.next_offset = self.base_offset
@@ -128,6 +143,8 @@ class LogSegment:
             log.warning("segment_truncated", path=str(self.log_path), valid_bytes=valid, truncated_bytes=truncated)
             os.ftruncate(self.fd, valid)
             self.size = valid
+        # As Kafka: a normally closed segment ends with an entry for its largest timestamp.
+        self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
         self.bytes_since_last_index_entry = valid - last_index_entry
         return truncated
 
@@ -160,6 +177,7 @@ class LogSegment:
         os.fsync(self.fd)
         self.index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def truncate_to(self, offset: int) -> None:
         """Remove every batch whose base offset is >= offset."""
@@ -173,6 +191,7 @@ class LogSegment:
             self.size = cut
             self.index.truncate_to_position(cut)
             self.time_index.truncate_to_offset(offset)
+            self.txn_index.truncate_to(offset)
             # Recompute the tail state from what is left.
             self.recover()
 
@@ -184,6 +203,7 @@ class LogSegment:
             self.fd = -1
         self.index.close()
         self.time_index.close()
+        self.txn_index.close()
 
     def delete(self) -> None:
         self.close()
@@ -240,8 +260,14 @@ class LogSegment:
         return None
 
     def read(self, offset: int, max_bytes: int, upper_offset: int, min_one: bool) -> bytes | None:
+        """Whole batches from the one holding `offset` (see read_range); None when none is here."""
+        found = self.read_range(offset, max_bytes, upper_offset, min_one)
+        return None if found is None else found[0]
+
+    def read_range(self, offset: int, max_bytes: int, upper_offset: int, min_one: bool) -> tuple[bytes, int] | None:
         """Whole batches from the one holding `offset`, at most max_bytes (but at least one batch
-        if min_one, KIP-74), never a batch whose base offset is >= upper_offset.
+        if min_one, KIP-74), never a batch whose base offset is >= upper_offset; with the offset
+        that follows the last batch returned.
 
         None when no batch here holds offset.
         """
@@ -250,19 +276,22 @@ class LogSegment:
             return None
         pos, first = found
         if first.base_offset >= upper_offset:
-            return b""
+            return b"", offset
         want = min(max_bytes, self.size - pos)
         if want < first.size:
-            return os.pread(self.fd, first.size, pos) if min_one else b""
+            return (os.pread(self.fd, first.size, pos), first.next_offset) if min_one else (b"", offset)
         data = os.pread(self.fd, want, pos)
         end = 0
+        last = -1
         n = len(data)
         while end + LOG_OVERHEAD <= n:
             base, size = records.peek_size(data, end)
             if base >= upper_offset or end + size > n:
                 break
+            last = end
             end += size
-        return data if end == n else data[:end]
+        next_offset = records.read_header(data, last).next_offset if last >= 0 else offset
+        return (data if end == n else data[:end]), next_offset
 
     def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= target and offset >= start."""

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import FetchableTopicResponse, FetchResponse, PartitionData
+from minikafka.protocol.messages import AbortedTransaction, FetchableTopicResponse, FetchResponse, PartitionData
 from minikafka.protocol.types import ZERO_MS, IsolationLevel, TopicPartition, ms
 from minikafka.storage.errors import OffsetOutOfRange
 
@@ -75,17 +75,22 @@ class FetchHandler:
         upper = lso if read_committed else hw
         max_bytes = min(p.partition_max_bytes, budget)
         try:
-            data = plog.read(p.fetch_offset, max_bytes, upper_offset=upper, min_one=min_one) \
-                if max_bytes > 0 or min_one else b""
+            data, end = plog.read_range(p.fetch_offset, max_bytes, upper_offset=upper, min_one=min_one) \
+                if max_bytes > 0 or min_one else (b"", p.fetch_offset)
         except OffsetOutOfRange:
             return b"", _error(tp.partition, ErrorCode.offset_out_of_range, hw, lso, plog.log_start_offset)
+        aborted = None
+        if read_committed:
+            # The aborted transactions overlapping the returned range, so the client can drop them.
+            aborted = tuple(AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+                            for a in plog.collect_aborted(p.fetch_offset, end)) if data else ()
         return data, PartitionData(
             partition_index=tp.partition,
             error_code=ErrorCode.none,
             high_watermark=hw,
             last_stable_offset=lso,
             log_start_offset=plog.log_start_offset,
-            aborted_transactions=() if read_committed else None,
+            aborted_transactions=aborted,
             preferred_read_replica=-1,
             records=data,
         )

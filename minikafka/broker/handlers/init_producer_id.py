@@ -1,9 +1,11 @@
-"""InitProducerId (API 22), idempotent producers: a fresh producer id with epoch 0.
+"""InitProducerId (API 22).
 
-Kafka's TransactionCoordinator.handleInitProducerId hands a non-transactional producer a new id
-from the id manager whatever id and epoch it sends; idempotent clients bump their epoch locally
-(KIP-360) and need nothing else from the broker. Transactional ids are the transaction
-coordinator's (not served yet: COORDINATOR_NOT_AVAILABLE).
+Without a transactional id (idempotent producers): a fresh producer id with epoch 0, whatever id
+and epoch the request carries — Kafka's TransactionCoordinator.handleInitProducerId does the
+same, and idempotent clients bump their epoch locally (KIP-360).
+With a transactional id: the transaction coordinator maps it to a producer id and bumps the
+epoch, fencing older instances (and aborting their open transaction first). Clients below v4 do
+not know PRODUCER_FENCED and get INVALID_PRODUCER_EPOCH (protocol.md P-13).
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from minikafka.broker.context import RequestContext
+from minikafka.broker.handlers.add_partitions_to_txn import fenced_for_old_clients
 from minikafka.broker.services import BrokerServices
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.messages import InitProducerIdResponse
-from minikafka.protocol.types import ZERO_MS
+from minikafka.protocol.types import ZERO_MS, ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,9 +27,12 @@ class InitProducerIdHandler:
     svc: BrokerServices
 
     async def __call__(self, ctx: RequestContext, req: Any) -> InitProducerIdResponse:
-        if req.transactional_id is not None:
-            return InitProducerIdResponse(throttle_time=ZERO_MS, error_code=ErrorCode.coordinator_not_available,
-                                          producer_id=-1, producer_epoch=-1)
-        pid = self.svc.producer_ids.generate()
-        return InitProducerIdResponse(throttle_time=ZERO_MS, error_code=ErrorCode.none, producer_id=pid,
-                                      producer_epoch=0)
+        if req.transactional_id is None:
+            return InitProducerIdResponse(throttle_time=ZERO_MS, error_code=ErrorCode.none,
+                                          producer_id=self.svc.producer_ids.generate(), producer_epoch=0)
+        assert self.svc.txn is not None
+        error, pid, epoch = await self.svc.txn.init_producer_id(
+            req.transactional_id, timeout_ms=ms(req.transaction_timeout), producer_id=req.producer_id,
+            producer_epoch=req.producer_epoch, now_ms=self.svc.clock.now_ms)
+        return InitProducerIdResponse(throttle_time=ZERO_MS, error_code=fenced_for_old_clients(error, ctx.api_version, 4),
+                                      producer_id=pid, producer_epoch=epoch)

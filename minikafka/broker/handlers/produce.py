@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.protocol.errors import CorruptRecord, ErrorCode, InvalidRecord
+from minikafka.protocol.records import HEADER_SIZE, read_header
 from minikafka.protocol.messages import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
 from minikafka.protocol.types import ZERO_MS, TopicPartition
 from minikafka.storage.errors import StorageError
@@ -40,13 +41,15 @@ class ProduceHandler:
                 if acks not in (-1, 0, 1):
                     parts.append(_partition_error(p.index, ErrorCode.invalid_required_acks, -1))
                     continue
-                parts.append(self._append(TopicPartition(t.name, p.index), p.records, now_ms))
+                parts.append(self._append(TopicPartition(t.name, p.index), p.records, now_ms,
+                                          req.transactional_id))
             topics.append(TopicProduceResponse(name=t.name, partition_responses=tuple(parts)))
         if acks == 0:
             return None
         return ProduceResponse(responses=tuple(topics), throttle_time=ZERO_MS)
 
-    def _append(self, tp: TopicPartition, records: bytes | None, now_ms: int) -> PartitionProduceResponse:
+    def _append(self, tp: TopicPartition, records: bytes | None, now_ms: int,
+                transactional_id: str | None) -> PartitionProduceResponse:
         plog = self.svc.logs.get(tp)
         if plog is None:
             return _partition_error(tp.partition, ErrorCode.unknown_topic_or_partition, -1)
@@ -57,6 +60,11 @@ class ProduceHandler:
         if not records:
             return _partition_error(tp.partition, ErrorCode.invalid_record, plog.log_start_offset,
                                     "produce requests v3+ must carry one record batch per partition")
+        error = self._verify_transactional(tp, records, transactional_id)
+        if error is not ErrorCode.none:
+            return _partition_error(tp.partition, error, plog.log_start_offset,
+                                    "the partition is not part of the producer's ongoing transaction"
+                                    if error is ErrorCode.invalid_txn_state else None)
         try:
             result = plog.append(bytearray(records), now_ms=now_ms)
         except (CorruptRecord, InvalidRecord, StorageError) as exc:
@@ -70,6 +78,18 @@ class ProduceHandler:
             log_start_offset=result.log_start_offset,
             record_errors=(),
         )
+
+    def _verify_transactional(self, tp: TopicPartition, data: bytes, transactional_id: str | None) -> ErrorCode:
+        """KIP-890 part 1: a transactional batch is appended only to a partition of the producer's
+        ongoing transaction, so a late write cannot open a transaction nobody will end."""
+        if len(data) < HEADER_SIZE:
+            return ErrorCode.none  # the append reports the malformed batch
+        h = read_header(data)
+        if not h.is_transactional or h.is_control or h.producer_id < 0:
+            return ErrorCode.none
+        if self.svc.txn is None or not self.svc.config["transaction.partition.verification.enable"]:
+            return ErrorCode.none
+        return self.svc.txn.verify_partition(transactional_id, h.producer_id, h.producer_epoch, tp)
 
     def error_response(self, req: Any, code: ErrorCode) -> ProduceResponse:
         return ProduceResponse(

@@ -1,0 +1,29 @@
+"""EndTxn (API 26): commit or abort the open transaction.
+
+Kafka: TransactionCoordinator.endTransaction. PREPARE_COMMIT/PREPARE_ABORT is persisted, then the
+markers are written and COMPLETE_* recorded (see coordinator/transaction/coordinator.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from minikafka.broker.context import RequestContext
+from minikafka.broker.handlers.add_partitions_to_txn import fenced_for_old_clients
+from minikafka.broker.services import BrokerServices
+from minikafka.protocol.messages import EndTxnResponse
+from minikafka.protocol.types import ZERO_MS
+
+
+@dataclass(frozen=True, slots=True)
+class EndTxnHandler:
+    api_key: ClassVar[int] = 26
+    svc: BrokerServices
+
+    async def __call__(self, ctx: RequestContext, req: Any) -> EndTxnResponse:
+        assert self.svc.txn is not None
+        error = await self.svc.txn.end_txn(req.transactional_id, producer_id=req.producer_id,
+                                           producer_epoch=req.producer_epoch, commit=req.committed,
+                                           now_ms=self.svc.clock.now_ms)
+        return EndTxnResponse(throttle_time=ZERO_MS, error_code=fenced_for_old_clients(error, ctx.api_version))

@@ -1,0 +1,85 @@
+"""RecordLog adapter (coordinator/ports.py) for an internal topic on storage.
+
+Kafka creates its internal topics on first use with `<name>.num.partitions` partitions,
+`cleanup.policy=compact` and their own segment size; records are written as one uncompressed
+batch per operation with no producer id, acks=all — on one node: written to the segment before
+the client is answered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+
+from minikafka.coordinator.ports import LogRecord
+from minikafka.protocol import records
+from minikafka.protocol.types import TopicPartition
+from minikafka.storage.log_manager import LogManager, TopicError
+from minikafka.storage.partition_log import AppendOrigin
+
+_READ_CHUNK = 1 << 20
+
+
+class InternalTopicLog:
+    def __init__(self, logs: LogManager, topic: str, *, partitions: int, configs: Mapping[str, str],
+                 on_created: Callable[[str], None] | None = None,
+                 before_append: Callable[[], None] | None = None) -> None:
+        self._logs = logs
+        self.topic = topic
+        self._partitions = partitions
+        self._configs = dict(configs)
+        self._on_created = on_created
+        self._before_append = before_append  # test hook (fault injection), None in production
+
+    @property
+    def partition_count(self) -> int:
+        info = self._logs.topics.get(self.topic)
+        return info.partitions if info is not None else self._partitions
+
+    def ensure_created(self, now_ms: int) -> None:
+        if self.topic in self._logs.topics:
+            return
+        try:
+            self._logs.create_topic(self.topic, self._partitions, self._configs, now_ms=now_ms, internal=True)
+        except TopicError:
+            return
+        if self._on_created is not None:
+            self._on_created(self.topic)
+
+    async def append(self, partition: int, recs: Sequence[tuple[bytes, bytes | None]], now_ms: int) -> int:
+        if self._before_append is not None:
+            self._before_append()
+        self.ensure_created(now_ms)
+        plog = self._logs.logs[TopicPartition(self.topic, partition)]
+        batch = records.build_batch(list(recs), timestamp_ms=now_ms)
+        return plog.append(batch, now_ms=now_ms, origin=AppendOrigin.COORDINATOR).base_offset
+
+    def replay(self) -> Iterator[LogRecord]:
+        info = self._logs.topics.get(self.topic)
+        if info is None:
+            return
+        for p in range(info.partitions):
+            plog = self._logs.logs.get(TopicPartition(self.topic, p))
+            if plog is None:
+                continue
+            offset = plog.log_start_offset
+            end = plog.log_end_offset
+            while offset < end:
+                data = plog.read(offset, _READ_CHUNK)
+                if not data:
+                    break
+                start = offset
+                for pos, h in records.split_batches(data):
+                    if h.next_offset <= offset:
+                        continue
+                    for rec in records.iter_records(data, pos):
+                        if rec.offset < offset:
+                            continue
+                        ctype = None
+                        if h.is_control:
+                            if rec.key is None or len(rec.key) < 4:
+                                continue
+                            ctype = int.from_bytes(rec.key[2:4], "big", signed=True)
+                        yield LogRecord(p, rec.offset, rec.key, rec.value, h.producer_id, h.is_transactional, ctype)
+                    offset = h.next_offset
+                if offset == start:
+                    break

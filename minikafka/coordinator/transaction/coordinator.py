@@ -1,0 +1,230 @@
+"""TransactionCoordinator: decide -> persist to __transaction_state -> apply; then the markers.
+
+Theory of operation
+- The cache maps transactional id -> TxnMetadata and is exactly the fold of the log: `load()`
+  replays __transaction_state on start-up through the same apply step used live.
+- A request is decided by a pure function (decisions.py) from the cached metadata. A Reply is
+  returned as it is. A Transition is appended to the log first; only when the append returned is
+  the cache updated ("decide, persist, apply"). While the append is in flight the id is in
+  `_pending`, so a concurrent request for it gets CONCURRENT_TRANSACTIONS. Nothing awaits
+  between a decision and its append, which on one event loop makes the pair atomic.
+- Ending a transaction: PREPARE_COMMIT / PREPARE_ABORT is persisted, then one marker per
+  partition is written through the MarkerWriter port (the WriteTxnMarkers handler's core), then
+  COMPLETE_COMMIT / COMPLETE_ABORT is persisted. Markers that fail are retried in the background
+  until they succeed; until then the id stays PREPARE_* and answers CONCURRENT_TRANSACTIONS.
+- After a restart, ids found in PREPARE_* have their markers written again (a duplicate marker is
+  harmless: it ends nothing); ONGOING ones are aborted when they time out or when the producer
+  re-initialises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from typing import Protocol
+
+import structlog
+
+from minikafka.coordinator.ports import RecordLog
+from minikafka.coordinator.transaction import decisions, txn_log
+from minikafka.coordinator.transaction.decisions import Reply, Transition
+from minikafka.coordinator.transaction.state import TxnMetadata, TxnState
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.types import TopicPartition
+
+log = structlog.get_logger("minikafka.coordinator.transaction")
+
+COORDINATOR_EPOCH = 0  # one node: the __transaction_state leader epoch never changes
+MARKER_RETRY_S = 0.1
+
+
+class MarkerWriter(Protocol):
+    def write_marker(self, tp: TopicPartition, *, producer_id: int, producer_epoch: int, commit: bool,
+                     coordinator_epoch: int) -> ErrorCode:
+        """Append a COMMIT/ABORT control batch to tp; UNKNOWN_TOPIC_OR_PARTITION if tp is gone."""
+
+
+
+
+class TransactionCoordinator:
+    def __init__(self, log_: RecordLog, markers: MarkerWriter, *, new_producer_id: Callable[[], int],
+                 max_timeout_ms: int, expiration_ms: int) -> None:
+        self._log = log_
+        self._markers = markers
+        self._new_producer_id = new_producer_id
+        self.max_timeout_ms = max_timeout_ms
+        self.expiration_ms = expiration_ms
+        self._cache: dict[str, TxnMetadata] = {}
+        self._pending: set[str] = set()
+        self._marker_tasks: dict[str, asyncio.Task[None]] = {}
+        self.loaded = False
+
+    # ------------------------------------------------------------------------------ lifecycle
+    def load(self) -> None:
+        """Replay __transaction_state into the cache."""
+        cache: dict[str, TxnMetadata] = {}
+        for rec in self._log.replay():
+            if rec.key is None or rec.control_type is not None:
+                continue
+            txn_id = txn_log.decode_key(rec.key)
+            if txn_id is None:
+                continue
+            if rec.value is None:
+                cache.pop(txn_id, None)
+            else:
+                cache[txn_id] = txn_log.decode_value(txn_id, rec.value)
+        self._cache = cache
+        self.loaded = True
+        log.info("transaction_state_loaded", transactional_ids=len(cache))
+
+    def resume_pending_markers(self, now_ms: Callable[[], int]) -> None:
+        """Finish what was decided before a restart: PREPARE_* gets its markers again."""
+        for txn_id, meta in list(self._cache.items()):
+            if meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+                self._start_marker_retry(txn_id, now_ms)
+
+    async def close(self) -> None:
+        for t in self._marker_tasks.values():
+            t.cancel()
+        await asyncio.gather(*self._marker_tasks.values(), return_exceptions=True)
+
+    # ------------------------------------------------------------------------------ queries
+    def partition_for(self, transactional_id: str) -> int:
+        return txn_log.partition_for(transactional_id, self._log.partition_count)
+
+    def get(self, transactional_id: str) -> TxnMetadata | None:
+        return self._cache.get(transactional_id)
+
+    def all(self) -> Iterable[TxnMetadata]:
+        return self._cache.values()
+
+    def verify_partition(self, transactional_id: str | None, producer_id: int, epoch: int,
+                         tp: TopicPartition) -> ErrorCode:
+        meta = self._cache.get(transactional_id) if transactional_id else None
+        return decisions.verify_partition(meta, producer_id=producer_id, epoch=epoch, tp=tp)
+
+    # ------------------------------------------------------------------------------ requests
+    async def init_producer_id(self, transactional_id: str, *, timeout_ms: int, producer_id: int,
+                               producer_epoch: int, now_ms: Callable[[], int]) -> tuple[ErrorCode, int, int]:
+        if not self.loaded:
+            return ErrorCode.coordinator_load_in_progress, -1, -1
+        decision = decisions.decide_init_producer_id(
+            self._cache.get(transactional_id), transactional_id=transactional_id, timeout_ms=timeout_ms,
+            expected_producer_id=producer_id, expected_epoch=producer_epoch,
+            pending=transactional_id in self._pending, now_ms=now_ms(), max_timeout_ms=self.max_timeout_ms,
+            new_producer_id=self._new_producer_id)
+        if isinstance(decision, Reply):
+            if decision.error is ErrorCode.none and decision.meta is not None:
+                return ErrorCode.none, decision.meta.producer_id, decision.meta.producer_epoch
+            return decision.error, -1, -1
+        error = await self._apply(transactional_id, decision, now_ms)
+        if error is not ErrorCode.none:
+            return error, -1, -1
+        if decision.reply_error is not ErrorCode.none:
+            return decision.reply_error, -1, -1
+        return ErrorCode.none, decision.target.producer_id, decision.target.producer_epoch
+
+    async def add_partitions(self, transactional_id: str, *, producer_id: int, producer_epoch: int,
+                             partitions: frozenset[TopicPartition], now_ms: Callable[[], int]) -> ErrorCode:
+        if not self.loaded:
+            return ErrorCode.coordinator_load_in_progress
+        decision = decisions.decide_add_partitions(
+            self._cache.get(transactional_id), producer_id=producer_id, epoch=producer_epoch,
+            partitions=partitions, pending=transactional_id in self._pending, now_ms=now_ms())
+        if isinstance(decision, Reply):
+            return decision.error
+        return await self._apply(transactional_id, decision, now_ms)
+
+    async def end_txn(self, transactional_id: str, *, producer_id: int, producer_epoch: int, commit: bool,
+                      now_ms: Callable[[], int]) -> ErrorCode:
+        if not self.loaded:
+            return ErrorCode.coordinator_load_in_progress
+        decision = decisions.decide_end_txn(
+            self._cache.get(transactional_id), producer_id=producer_id, epoch=producer_epoch, commit=commit,
+            pending=transactional_id in self._pending, now_ms=now_ms())
+        if isinstance(decision, Reply):
+            return decision.error
+        return await self._apply(transactional_id, decision, now_ms)
+
+    # ------------------------------------------------------------------------------ timers
+    async def abort_timed_out(self, now_ms: Callable[[], int]) -> list[str]:
+        """Abort every ONGOING transaction past its timeout, fencing its producer (epoch + 1)."""
+        aborted = []
+        for txn_id, meta in list(self._cache.items()):
+            if txn_id in self._pending:
+                continue
+            decision = decisions.decide_timeout(meta, now_ms())
+            if decision is not None:
+                log.info("transaction_timed_out", transactional_id=txn_id, producer_id=meta.producer_id,
+                         producer_epoch=meta.producer_epoch)
+                await self._apply(txn_id, decision, now_ms)
+                aborted.append(txn_id)
+        return aborted
+
+    async def expire_transactional_ids(self, now_ms: Callable[[], int]) -> list[str]:
+        """Remove ids idle past transactional.id.expiration.ms (a tombstone in the log)."""
+        expired = []
+        for txn_id, meta in list(self._cache.items()):
+            if txn_id in self._pending:
+                continue
+            decision = decisions.decide_expire(meta, now_ms(), self.expiration_ms)
+            if decision is not None:
+                await self._apply(txn_id, decision, now_ms)
+                expired.append(txn_id)
+        return expired
+
+    # ------------------------------------------------------------------------------ apply
+    async def _persist(self, txn_id: str, target: TxnMetadata, now_ms: Callable[[], int]) -> ErrorCode:
+        self._pending.add(txn_id)
+        try:
+            await self._log.append(self.partition_for(txn_id),
+                                   [(txn_log.encode_key(txn_id), txn_log.encode_value(target))], now_ms())
+        except Exception as exc:  # the append failed: nothing changes, the client retries
+            log.warning("transaction_log_append_failed", transactional_id=txn_id, reason=repr(exc))
+            return ErrorCode.coordinator_not_available
+        finally:
+            self._pending.discard(txn_id)
+        source = self._cache.get(txn_id)
+        if target.state is TxnState.DEAD:
+            self._cache.pop(txn_id, None)
+        else:
+            self._cache[txn_id] = target
+        log.info("txn_transition", transactional_id=txn_id, producer_id=target.producer_id,
+                 producer_epoch=target.producer_epoch,
+                 from_state=source.state.kafka_name if source else None, to_state=target.state.kafka_name)
+        return ErrorCode.none
+
+    async def _apply(self, txn_id: str, decision: Transition, now_ms: Callable[[], int]) -> ErrorCode:
+        error = await self._persist(txn_id, decision.target, now_ms)
+        if error is ErrorCode.none and decision.write_markers:
+            if not await self._write_markers_and_complete(txn_id, now_ms):
+                self._start_marker_retry(txn_id, now_ms)
+        return error
+
+    async def _write_markers_and_complete(self, txn_id: str, now_ms: Callable[[], int]) -> bool:
+        """One marker per partition, then COMPLETE_*; False if a marker must be retried."""
+        meta = self._cache.get(txn_id)
+        if meta is None or meta.state not in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            return True
+        commit = meta.state is TxnState.PREPARE_COMMIT
+        for tp in sorted(meta.partitions):
+            error = self._markers.write_marker(tp, producer_id=meta.producer_id, producer_epoch=meta.producer_epoch,
+                                               commit=commit, coordinator_epoch=COORDINATOR_EPOCH)
+            if error in (ErrorCode.none, ErrorCode.unknown_topic_or_partition):
+                continue  # a deleted partition has nothing left to mark (Kafka drops it)
+            log.warning("transaction_marker_failed", transactional_id=txn_id, topic=tp.topic,
+                        partition=tp.partition, error_code=error.name)
+            return False
+        return await self._persist(txn_id, decisions.decide_complete(meta, now_ms()).target, now_ms) \
+            is ErrorCode.none
+
+    def _start_marker_retry(self, txn_id: str, now_ms: Callable[[], int]) -> None:
+        if txn_id in self._marker_tasks and not self._marker_tasks[txn_id].done():
+            return
+
+        async def retry() -> None:
+            while not await self._write_markers_and_complete(txn_id, now_ms):
+                await asyncio.sleep(MARKER_RETRY_S)
+            self._marker_tasks.pop(txn_id, None)
+
+        self._marker_tasks[txn_id] = asyncio.get_running_loop().create_task(retry())
