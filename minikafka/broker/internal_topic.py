@@ -45,12 +45,14 @@ class InternalTopicLog:
         if self._on_created is not None:
             self._on_created(self.topic)
 
-    async def append(self, partition: int, recs: Sequence[tuple[bytes, bytes | None]], now_ms: int) -> int:
+    async def append(self, partition: int, recs: Sequence[tuple[bytes, bytes | None]], now_ms: int, *,
+                     producer_id: int = -1, producer_epoch: int = -1) -> int:
         if self._before_append is not None:
             self._before_append()
         self.ensure_created(now_ms)
         plog = self._logs.logs[TopicPartition(self.topic, partition)]
-        batch = records.build_batch(list(recs), timestamp_ms=now_ms)
+        batch = records.build_batch(list(recs), timestamp_ms=now_ms, producer_id=producer_id,
+                                    producer_epoch=producer_epoch, transactional=producer_id >= 0)
         return plog.append(batch, now_ms=now_ms, origin=AppendOrigin.COORDINATOR).base_offset
 
     def replay(self) -> Iterator[LogRecord]:

@@ -1,0 +1,39 @@
+"""What the coordinators need from storage, as Protocols. broker/app.py passes adapters built on
+minikafka.storage (broker/group_log.py); unit tests pass in-memory fakes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple, Protocol
+
+
+class LogRecord(NamedTuple):
+    """One record of an internal topic, as replayed on start-up."""
+
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    producer_id: int = -1
+    transactional: bool = False
+    control_type: int | None = None  # for control batches: 0 = ABORT, 1 = COMMIT marker
+
+
+class RecordLog(Protocol):
+    """An internal, partitioned, compacted topic (`__consumer_offsets`, `__transaction_state`)."""
+
+    @property
+    def partition_count(self) -> int: ...
+
+    def ensure_created(self, now_ms: int) -> None:
+        """Create the topic if it does not exist yet (Kafka creates it on first FindCoordinator)."""
+
+    async def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], now_ms: int, *,
+                     producer_id: int = -1, producer_epoch: int = -1) -> int:
+        """Append the records as one batch, durably enough to answer the client; returns the base
+        offset. With a producer id the batch is transactional (TxnOffsetCommit) and counts as part
+        of that producer's open transaction until its marker. Raises OSError (or a storage error)
+        when nothing could be written."""
+
+    def replay(self) -> Iterator[LogRecord]:
+        """Every record of every partition, partition by partition, in offset order."""
