@@ -5,23 +5,33 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import signal
 from collections.abc import Awaitable, Callable
 
 import structlog
 
 from minikafka.broker.dispatch import HandlerRegistry
+from minikafka.broker.group_log import build_group_coordinator
 from minikafka.broker.handlers import default_handlers
+from minikafka.broker.handlers.write_txn_markers import LocalMarkerWriter
+from minikafka.broker.internal_topic import InternalTopicLog
 from minikafka.broker.producer_id_store import FileProducerIdBlockStore
 from minikafka.broker.purgatory import FetchPurgatory
 from minikafka.broker.server import KafkaServer
 from minikafka.broker.services import BrokerServices
 from minikafka.clock import Clock, SystemClock
 from minikafka.config import BrokerConfig, parse_topic_config, topic_defaults
+from minikafka.faults import FaultInjector
 from minikafka.coordinator.producer_ids import ProducerIdAllocator
+from minikafka.coordinator.transaction.coordinator import TransactionCoordinator
+from minikafka.coordinator.transaction.txn_log import TOPIC as TXN_TOPIC
+from minikafka.protocol.types import TopicPartition
 from minikafka.storage.log_manager import LogManager
 
 log = structlog.get_logger("minikafka.broker")
+
+OFFSETS_TOPIC = "__consumer_offsets"
 
 
 class Broker:
@@ -33,9 +43,25 @@ class Broker:
                                topic_config_parser=parse_topic_config,
                                cluster_id=config["cluster.id"] or None)
         self.purgatory = FetchPurgatory()
+        self.faults = FaultInjector(os.environ)
         self.services = BrokerServices(config=config, logs=self.logs, clock=self.clock,
                                        purgatory=self.purgatory,
-                                       producer_ids=ProducerIdAllocator(FileProducerIdBlockStore(config.data_dir)))
+                                       producer_ids=ProducerIdAllocator(FileProducerIdBlockStore(config.data_dir)),
+                                       faults=self.faults)
+        self.groups = build_group_coordinator(config, self.logs, on_created=self.services.watch_new_partitions)
+        self.services.groups = self.groups
+        self.txn_topic = InternalTopicLog(
+            self.logs, TXN_TOPIC, partitions=int(config["transaction.state.log.num.partitions"]),
+            configs={"cleanup.policy": "compact", "compression.type": "uncompressed",
+                     "segment.bytes": str(config["transaction.state.log.segment.bytes"])},
+            on_created=self.services.watch_new_partitions, before_append=self.faults.check_txn_log_append)
+        self.txn = TransactionCoordinator(
+            self.txn_topic, LocalMarkerWriter(self.services), new_producer_id=self.services.producer_ids.generate,
+            max_timeout_ms=int(config["transaction.max.timeout.ms"]),
+            expiration_ms=int(config["transactional.id.expiration.ms"]), crash_point=self.faults.reach)
+        self.services.txn = self.txn
+        self.services.txn_topic = self.txn_topic
+        self.services.marker_listeners.append(self._offsets_marker_written)
         self.registry = HandlerRegistry(default_handlers(self.services))
         self.services.served = self.registry.served
         self.server = KafkaServer(self.registry, host=config.host, port=config.port,
@@ -49,6 +75,10 @@ class Broker:
         self.logs.startup(self.clock.now_ms())
         for topic in list(self.logs.topics):
             self.services.watch_new_partitions(topic)
+        self.groups.load(self.clock.now_ms())
+        self.txn.load()
+        self.txn.resume_pending_markers(self.clock.now_ms)
+        self._tasks.append(asyncio.create_task(self._group_timers()))
         await self.server.start()
         if self.config.advertised_port == 0:
             cfg = dataclasses.replace(self.config, advertised_port=self.server.port)
@@ -57,6 +87,8 @@ class Broker:
         c = self.config
         self._every(int(c["log.retention.check.interval.ms"]), self._retention)
         self._every(int(c["producer.id.expiration.check.interval.ms"]), self._expire_producers)
+        self._every(int(c["transaction.abort.timed.out.transaction.cleanup.interval.ms"]), self._abort_timed_out)
+        self._every(int(c["transaction.remove.expired.transaction.cleanup.interval.ms"]), self._expire_txn_ids)
         self._every(int(c["log.flush.offset.checkpoint.interval.ms"]), self._checkpoint)
         if c["log.flush.interval.ms"] is not None or c["log.flush.scheduler.interval.ms"] < 2**62:
             self._every(min(int(c["log.flush.scheduler.interval.ms"]), 1000), self._flush)
@@ -74,6 +106,41 @@ class Broker:
                 except Exception:
                     log.exception("background_task_failed", task=fn.__name__)
         self._tasks.append(asyncio.create_task(loop()))
+
+    async def _group_timers(self) -> None:
+        """Drive the group coordinator's deadlines (sessions, join/sync phases, offset expiry)."""
+        wake = asyncio.Event()
+        self.groups.on_deadlines_changed = wake.set
+        while True:
+            deadline = self.groups.next_deadline()
+            now = self.clock.now_ms()
+            if deadline is not None and deadline <= now:
+                try:
+                    await self.groups.expire(now)
+                except Exception:
+                    log.exception("background_task_failed", task="group_timers")
+                    await asyncio.sleep(0.1)
+                after = self.groups.next_deadline()
+                if after is not None and after <= now:
+                    await asyncio.sleep(0.01)  # never spin on a deadline expire() did not clear
+                continue
+            wake.clear()
+            timeout = None if deadline is None else (deadline - now) / 1000
+            try:
+                await asyncio.wait_for(wake.wait(), timeout)
+            except TimeoutError:
+                pass
+
+    def _offsets_marker_written(self, tp: TopicPartition, producer_id: int, committed: bool) -> None:
+        # A marker on __consumer_offsets makes the producer's pending offsets visible or drops them.
+        if tp.topic == OFFSETS_TOPIC:
+            self.groups.complete_transaction(producer_id, committed)
+
+    async def _abort_timed_out(self) -> None:
+        await self.txn.abort_timed_out(self.clock.now_ms)
+
+    async def _expire_txn_ids(self) -> None:
+        await self.txn.expire_transactional_ids(self.clock.now_ms)
 
     def _retention(self) -> None:
         self.logs.delete_retained(self.clock.now_ms())
@@ -102,9 +169,11 @@ class Broker:
     async def shutdown(self) -> None:
         log.info("broker_stopping")
         self.purgatory.notify_all()
+        self.groups.shutdown()
         await self.server.stop()
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.txn.close()
         self.logs.shutdown()
         log.info("broker_stopped")

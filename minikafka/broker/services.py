@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from minikafka.broker.purgatory import FetchPurgatory
 from minikafka.clock import Clock
+from minikafka.coordinator.group.coordinator import GroupCoordinator
+from minikafka.coordinator.ports import RecordLog
 from minikafka.coordinator.producer_ids import ProducerIdAllocator
+from minikafka.coordinator.transaction.coordinator import TransactionCoordinator
 from minikafka.config import BrokerConfig
+from minikafka.faults import NO_FAULTS, FaultInjector
 from minikafka.protocol import versions
+from minikafka.protocol.types import TopicPartition
 from minikafka.storage.log_manager import LogManager, TopicError, TopicInfo
 
 
@@ -19,7 +25,13 @@ class BrokerServices:
     clock: Clock
     purgatory: FetchPurgatory
     producer_ids: ProducerIdAllocator
+    faults: FaultInjector = NO_FAULTS  # test-only crash points (minikafka/faults.py)
     served: dict[int, versions.VersionRange] = field(default_factory=dict)  # filled by app.py
+    groups: GroupCoordinator | None = None  # the classic group coordinator (set by app.py)
+    txn: TransactionCoordinator | None = None  # the transaction coordinator (set by app.py)
+    txn_topic: RecordLog | None = None  # __transaction_state (set by app.py)
+    # Called after each transaction marker is written: (partition, producer id, committed).
+    marker_listeners: list[Callable[[TopicPartition, int, bool], None]] = field(default_factory=list)
 
     @property
     def node_id(self) -> int:

@@ -9,6 +9,7 @@ absent in the source get their schema default; fields absent in the target are d
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import uuid
 from collections.abc import Callable, Mapping
@@ -52,7 +53,7 @@ SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
     24: VersionRange(0, 3),    # AddPartitionsToTxn
     25: VersionRange(0, 4),    # AddOffsetsToTxn
     26: VersionRange(0, 4),    # EndTxn
-    27: VersionRange(0, 1),    # WriteTxnMarkers (not advertised unless registered)
+    27: VersionRange(1, 1),    # WriteTxnMarkers (not advertised unless registered; v0 removed in Kafka 4)
     28: VersionRange(0, 4),    # TxnOffsetCommit
     32: VersionRange(1, 4),    # DescribeConfigs
     37: VersionRange(0, 3),    # CreatePartitions
@@ -116,15 +117,64 @@ def _nested(cls: type[Any], field_name: str) -> type[Any]:
     raise KeyError(field_name)
 
 
+def _find_coordinator_single_key(old: Any, new: Any) -> Any:
+    # FindCoordinator v0-3 carry one `key`; v4 (KIP-699) a batch in `coordinator_keys`.
+    key = getattr(old, "key", None)
+    if key is None:
+        return new
+    return dataclasses.replace(new, coordinator_keys=(key,))
+
+
+def _leave_group_single_member(old: Any, new: Any) -> Any:
+    # LeaveGroup v0-2 name one `member_id`; v3+ (KIP-345) a batch of `members`.
+    member_id = getattr(old, "member_id", None)
+    if member_id is None:
+        return new
+    identity = _nested(type(new), "members")
+    return dataclasses.replace(new, members=(identity(member_id=member_id, group_instance_id=None),))
+
+
 # Requests whose older versions carry data under another field name than the canonical shape.
 REQUEST_FIXUPS: dict[int, Callable[[Any, Any], Any]] = {
+    10: _find_coordinator_single_key,
+    13: _leave_group_single_member,
     20: _delete_topics_by_name,
+}
+
+
+def _find_coordinator_top_level(canonical: Any, old: Any) -> Any:
+    # FindCoordinator v0-3 answer one coordinator in top-level fields; v4 a `coordinators` list.
+    if not canonical.coordinators:
+        return old
+    c = canonical.coordinators[0]
+    changes = {"node_id": c.node_id, "host": c.host, "port": c.port, "error_code": c.error_code}
+    names = {f.name for f in dataclasses.fields(old)}
+    if "error_message" in names:
+        changes["error_message"] = c.error_message
+    return dataclasses.replace(old, **{k: v for k, v in changes.items() if k in names})
+
+
+def _leave_group_top_level(canonical: Any, old: Any) -> Any:
+    # LeaveGroup v0-2 have no per-member results: a single member's error is the top-level one.
+    if canonical.error_code == 0 and len(canonical.members) == 1:
+        return dataclasses.replace(old, error_code=canonical.members[0].error_code)
+    return old
+
+
+# Responses whose older versions carry data under another field name: (canonical, downgraded) -> fixed.
+RESPONSE_FIXUPS: dict[int, Callable[[Any, Any], Any]] = {
+    10: _find_coordinator_top_level,
+    13: _leave_group_top_level,
 }
 
 
 def downgrade(entity: Any, version: int) -> Any:
     """Convert a response entity to the given version of its API."""
-    return convert(entity, response_class(entity.__api_key__, version))
+    downgraded = convert(entity, response_class(entity.__api_key__, version))
+    fixup = RESPONSE_FIXUPS.get(entity.__api_key__)
+    if fixup is not None and downgraded is not entity:
+        downgraded = fixup(entity, downgraded)
+    return downgraded
 
 
 def convert(entity: Any, target: type[Any]) -> Any:
@@ -177,4 +227,8 @@ def _default_for(f: dataclasses.Field[Any]) -> Any:
     if isinstance(kind, EntityField):
         sub = kind.type_
         return sub(**{g.name: _default_for(g) for g in dataclasses.fields(sub)})
+    if kind.type_ is bool:
+        return False  # kio's implicit defaults have no bool (Metadata v0-7 -> v12 needs one)
+    if isinstance(kind.type_, type) and issubclass(kind.type_, enum.IntEnum):
+        return kind.type_(0)  # ErrorCode.none: kio has no implicit default for enums
     return get_implicit_default(kind.type_)

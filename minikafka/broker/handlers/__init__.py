@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from minikafka.broker.dispatch import Handler
 from minikafka.broker.handlers.api_versions import ApiVersionsHandler
 from minikafka.broker.handlers.create_partitions import CreatePartitionsHandler
@@ -16,6 +18,28 @@ from minikafka.broker.handlers.metadata import MetadataHandler
 from minikafka.broker.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHandler
 from minikafka.broker.handlers.produce import ProduceHandler
 from minikafka.broker.services import BrokerServices
+# group coordinator APIs (issue 3)
+from minikafka.broker.handlers.delete_groups import DeleteGroupsHandler
+from minikafka.broker.handlers.describe_groups import DescribeGroupsHandler
+from minikafka.broker.handlers.find_coordinator import KEY_TYPE_GROUP, FindCoordinatorHandler
+from minikafka.broker.handlers.heartbeat import HeartbeatHandler
+from minikafka.broker.handlers.join_group import JoinGroupHandler
+from minikafka.broker.handlers.leave_group import LeaveGroupHandler
+from minikafka.broker.handlers.list_groups import ListGroupsHandler
+from minikafka.broker.handlers.offset_commit import OffsetCommitHandler
+from minikafka.broker.handlers.offset_delete import OffsetDeleteHandler
+from minikafka.broker.handlers.offset_fetch import OffsetFetchHandler
+from minikafka.broker.handlers.sync_group import SyncGroupHandler
+# transaction coordinator APIs (issue 5)
+from minikafka.broker.handlers.add_offsets_to_txn import AddOffsetsToTxnHandler
+from minikafka.broker.handlers.add_partitions_to_txn import AddPartitionsToTxnHandler
+from minikafka.broker.handlers.describe_producers import DescribeProducersHandler
+from minikafka.broker.handlers.describe_transactions import DescribeTransactionsHandler
+from minikafka.broker.handlers.end_txn import EndTxnHandler
+from minikafka.broker.handlers.list_transactions import ListTransactionsHandler
+from minikafka.broker.handlers.find_coordinator import KEY_TYPE_TRANSACTION
+from minikafka.broker.handlers.txn_offset_commit import TxnOffsetCommitHandler
+from minikafka.broker.handlers.write_txn_markers import WriteTxnMarkersHandler
 
 
 def default_handlers(svc: BrokerServices) -> list[Handler]:
@@ -32,4 +56,48 @@ def default_handlers(svc: BrokerServices) -> list[Handler]:
         CreatePartitionsHandler(svc),
         DescribeClusterHandler(svc),
         InitProducerIdHandler(svc),
+    ] + group_handlers(svc) + txn_handlers(svc)
+
+
+def txn_handlers(svc: BrokerServices) -> list[Handler]:
+    return [
+        AddPartitionsToTxnHandler(svc),
+        AddOffsetsToTxnHandler(svc),
+        EndTxnHandler(svc),
+        WriteTxnMarkersHandler(svc),
+        TxnOffsetCommitHandler(svc),
+        DescribeProducersHandler(svc),
+        DescribeTransactionsHandler(svc),
+        ListTransactionsHandler(svc),
+    ]
+
+
+def _coordinator_lookups(svc: BrokerServices) -> dict[int, Any]:
+    """FindCoordinator key types this node serves -> how to make the coordinator's topic exist."""
+    out: dict[int, Any] = {}
+    g = getattr(svc, "groups", None)
+    if g is not None:
+        out[KEY_TYPE_GROUP] = g.ensure_offsets_topic
+    t = getattr(svc, "txn_topic", None)
+    if t is not None:
+        out[KEY_TYPE_TRANSACTION] = t.ensure_created
+    return out
+
+
+def group_handlers(svc: BrokerServices) -> list[Handler]:
+    """The classic group coordinator's APIs (app.py sets svc.groups before building the registry;
+    tests that only derive the advertised versions pass svc=None)."""
+    g = getattr(svc, "groups", None)
+    return [
+        FindCoordinatorHandler(svc, _coordinator_lookups(svc)),
+        JoinGroupHandler(svc, g),
+        SyncGroupHandler(svc, g),
+        HeartbeatHandler(svc, g),
+        LeaveGroupHandler(svc, g),
+        OffsetCommitHandler(svc, g),
+        OffsetFetchHandler(svc, g),
+        ListGroupsHandler(svc, g),
+        DescribeGroupsHandler(svc, g),
+        DeleteGroupsHandler(svc, g),
+        OffsetDeleteHandler(svc, g),
     ]

@@ -1,0 +1,39 @@
+"""The group coordinator over `__consumer_offsets`, built from the broker's properties.
+
+Kafka creates `__consumer_offsets` on the first FindCoordinator for a group (or the first commit),
+with `offsets.topic.num.partitions` partitions, `cleanup.policy=compact`, `compression.type=
+producer` and `segment.bytes=offsets.topic.segment.bytes` (GroupCoordinatorConfig,
+`GroupCoordinatorService.groupMetadataTopicConfigs`). Records are written as one uncompressed batch
+per operation with producer id -1, acks=all, which on one node means: written to the segment
+before the client is answered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from minikafka.broker.internal_topic import InternalTopicLog
+from minikafka.config import BrokerConfig
+from minikafka.coordinator.group.coordinator import GroupCoordinator
+from minikafka.coordinator.group.decisions import GroupConfig
+from minikafka.storage.log_manager import LogManager
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def build_group_coordinator(config: BrokerConfig, logs: LogManager,
+                            on_created: Callable[[str], None] | None = None) -> GroupCoordinator:
+    """The group coordinator over `__consumer_offsets`, configured from the broker's properties."""
+    records_log = InternalTopicLog(logs, OFFSETS_TOPIC, partitions=int(config["offsets.topic.num.partitions"]),
+                                   configs={"cleanup.policy": "compact", "compression.type": "producer",
+                                            "segment.bytes": str(config["offsets.topic.segment.bytes"])},
+                                   on_created=on_created)
+    group_config = GroupConfig(
+        min_session_timeout_ms=int(config["group.min.session.timeout.ms"]),
+        max_session_timeout_ms=int(config["group.max.session.timeout.ms"]),
+        initial_rebalance_delay_ms=int(config["group.initial.rebalance.delay.ms"]),
+        max_size=int(config["group.max.size"]),
+    )
+    return GroupCoordinator(records_log, group_config,
+                            offsets_retention_ms=int(config["offsets.retention.minutes"]) * 60_000,
+                            offsets_retention_check_interval_ms=int(config["offsets.retention.check.interval.ms"]))

@@ -1,0 +1,32 @@
+"""ListGroups (API 16): every group this coordinator knows, filtered by state (v4) and type (v5).
+
+Kafka: KafkaApis.handleListGroupsRequest. All groups here are classic groups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from minikafka.broker.context import RequestContext
+from minikafka.broker.services import BrokerServices
+from minikafka.coordinator.group.coordinator import GroupCoordinator
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.messages import ListedGroup, ListGroupsResponse
+from minikafka.protocol.types import ZERO_MS
+
+GROUP_TYPE_CLASSIC = "classic"
+
+
+@dataclass(frozen=True, slots=True)
+class ListGroupsHandler:
+    api_key: ClassVar[int] = 16
+    svc: BrokerServices
+    groups: GroupCoordinator
+
+    async def __call__(self, ctx: RequestContext, req: Any) -> ListGroupsResponse:
+        listed = self.groups.list_groups(req.states_filter, req.types_filter)
+        return ListGroupsResponse(throttle_time=ZERO_MS, error_code=ErrorCode.none, groups=tuple(
+            ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state.value,
+                        group_type=GROUP_TYPE_CLASSIC)
+            for g in listed))

@@ -1,0 +1,39 @@
+"""OffsetFetch (API 9): committed offsets of a group (-1 where there is none).
+
+Kafka: KafkaApis.handleOffsetFetchRequest, OffsetMetadataManager.fetchOffsets / fetchAllOffsets.
+A null topic list (v2+) means every partition with an offset. With require_stable (v7, KIP-447)
+partitions with pending transactional offsets answer UNSTABLE_OFFSET_COMMIT.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from minikafka.broker.context import RequestContext
+from minikafka.broker.services import BrokerServices
+from minikafka.coordinator.group.coordinator import GroupCoordinator
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.messages import OffsetFetchResponse, OffsetFetchResponsePartition, OffsetFetchResponseTopic
+from minikafka.protocol.types import ZERO_MS, TopicPartition
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchHandler:
+    api_key: ClassVar[int] = 9
+    svc: BrokerServices
+    groups: GroupCoordinator
+
+    async def __call__(self, ctx: RequestContext, req: Any) -> OffsetFetchResponse:
+        if not req.group_id:
+            return OffsetFetchResponse(throttle_time=ZERO_MS, topics=(), error_code=ErrorCode.invalid_group_id)
+        wanted = None if req.topics is None else [
+            TopicPartition(t.name, p) for t in req.topics for p in t.partition_indexes]
+        fetched = self.groups.fetch_offsets(req.group_id, wanted, req.require_stable)
+        by_topic: dict[str, list[OffsetFetchResponsePartition]] = {}
+        for f in fetched:
+            by_topic.setdefault(f.tp.topic, []).append(OffsetFetchResponsePartition(
+                partition_index=f.tp.partition, committed_offset=f.offset, committed_leader_epoch=f.leader_epoch,
+                metadata=f.metadata, error_code=f.error))
+        return OffsetFetchResponse(throttle_time=ZERO_MS, error_code=ErrorCode.none, topics=tuple(
+            OffsetFetchResponseTopic(name=name, partitions=tuple(parts)) for name, parts in by_topic.items()))

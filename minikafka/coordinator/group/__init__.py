@@ -1,0 +1,1 @@
+"""The classic group coordinator (Kafka's GroupMetadataManager / ClassicGroup / OffsetMetadataManager)."""

@@ -1,0 +1,456 @@
+"""GroupCoordinator: the async shell around decisions.py, the group and offset caches, and the
+`__consumer_offsets` log (through the RecordLog port).
+
+Decide -> persist -> apply: every operation takes a synchronous decision on the cached group; when
+the decision must be durable (GroupMetadata after a join phase that emptied the group, after the
+leader's SyncGroup, after a static member's id replacement; offset commits; deletions) the records
+are appended first and the cache is swapped only afterwards. The only await between a decision and
+its application is that append. JoinGroup and SyncGroup requests that must wait are parked on
+futures keyed by (group id, member id) and answered when a later step (another member's request or
+the timer calling `expire`) produces their result.
+
+State is a replay of the log: `load()` folds every record of `__consumer_offsets` through the same
+apply functions the live path uses. Transactional offset commits (TxnOffsetCommit, not served yet)
+are kept per producer id until `complete_transaction` sees the COMMIT/ABORT marker; replay does the
+same with transactional batches and control records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from minikafka.coordinator.group import decisions, offsets_log
+from minikafka.coordinator.group.decisions import (
+    GroupConfig,
+    JoinRequest,
+    JoinResult,
+    Step,
+    SyncRequest,
+    SyncResult,
+)
+from minikafka.coordinator.group.state import Group, GroupEvent, GroupState, OffsetAndMetadata, next_state
+from minikafka.coordinator.ports import LogRecord, RecordLog
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.types import TopicPartition
+
+log = structlog.get_logger("minikafka.coordinator.group")
+
+OFFSET_METADATA_MAX_BYTES = 4096  # Kafka's offset.metadata.max.bytes default
+CONTROL_ABORT, CONTROL_COMMIT = 0, 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetCommitEntry:
+    offset: int
+    leader_epoch: int = -1
+    metadata: str | None = ""
+
+
+def _accept_offsets(offsets: Mapping[TopicPartition, OffsetCommitEntry], now_ms: int
+                    ) -> tuple[dict[TopicPartition, ErrorCode], dict[TopicPartition, OffsetAndMetadata]]:
+    """Per-partition answers and the offsets to record (metadata over the limit is refused)."""
+    results: dict[TopicPartition, ErrorCode] = {}
+    accepted: dict[TopicPartition, OffsetAndMetadata] = {}
+    for tp, e in offsets.items():
+        metadata = e.metadata or ""
+        if len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES:
+            results[tp] = ErrorCode.offset_metadata_too_large
+            continue
+        accepted[tp] = OffsetAndMetadata(offset=e.offset, leader_epoch=e.leader_epoch, metadata=metadata,
+                                         commit_timestamp_ms=now_ms)
+        results[tp] = ErrorCode.none
+    return results, accepted
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FetchedOffset:
+    tp: TopicPartition
+    offset: int
+    leader_epoch: int
+    metadata: str
+    error: ErrorCode
+
+
+def _default_member_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4()}"
+
+
+class GroupCoordinator:
+    def __init__(self, records: RecordLog, config: GroupConfig, *, offsets_retention_ms: int,
+                 offsets_retention_check_interval_ms: int,
+                 member_id: Callable[[str], str] = _default_member_id) -> None:
+        self._log = records
+        self.config = config
+        self.offsets_retention_ms = offsets_retention_ms
+        self.retention_check_interval_ms = offsets_retention_check_interval_ms
+        self._new_member_id = member_id
+        self.groups: dict[str, Group] = {}
+        self.offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        # producer id -> group -> partition -> offset, until the transaction's marker
+        self.pending_txn_offsets: dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata]]] = {}
+        self._join_waiters: dict[tuple[str, str], list[asyncio.Future[JoinResult]]] = {}
+        self._sync_waiters: dict[tuple[str, str], list[asyncio.Future[SyncResult]]] = {}
+        self._next_retention_check_ms: int | None = None
+        self.on_deadlines_changed: Callable[[], None] | None = None
+        self._closed = False
+
+    # ------------------------------------------------------------------------------ lifecycle
+    def load(self, now_ms: int) -> None:
+        """Rebuild groups and offsets from `__consumer_offsets` (the log is the truth)."""
+        groups_loaded = offsets_loaded = 0
+        for rec in self._log.replay():
+            try:
+                kind = self._replay_one(rec, now_ms)
+            except offsets_log.CorruptOffsetsRecord as exc:
+                log.warning("offsets_record_skipped", partition=rec.partition, offset=rec.offset, reason=str(exc))
+                continue
+            groups_loaded += kind == "group"
+            offsets_loaded += kind == "offset"
+        for gid in list(self.offsets):
+            if gid not in self.groups and self.offsets[gid]:
+                self.groups[gid] = Group(group_id=gid, state=GroupState.EMPTY)
+        self._next_retention_check_ms = now_ms + self.retention_check_interval_ms
+        log.info("groups_loaded", groups=len(self.groups), group_records=groups_loaded,
+                 offset_records=offsets_loaded)
+
+    def _replay_one(self, rec: LogRecord, now_ms: int) -> str:
+        if rec.control_type is not None:
+            self.complete_transaction(rec.producer_id, rec.control_type == CONTROL_COMMIT)
+            return "control"
+        if rec.key is None:
+            return "none"
+        key = offsets_log.decode_key(rec.key)
+        if isinstance(key, offsets_log.OffsetKey):
+            om = None if rec.value is None else offsets_log.decode_offset_value(rec.value)
+            if rec.transactional:
+                if om is not None:
+                    self.pending_txn_offsets.setdefault(rec.producer_id, {}).setdefault(
+                        key.group_id, {})[key.tp] = om
+            else:
+                self._apply_offset(key.group_id, key.tp, om)
+            return "offset"
+        if isinstance(key, offsets_log.GroupKey):
+            if rec.value is None:
+                self.groups.pop(key.group_id, None)
+            else:
+                self.groups[key.group_id] = offsets_log.decode_group_value(key.group_id, rec.value, now_ms=now_ms)
+            return "group"
+        return "other"
+
+    def _apply_offset(self, group_id: str, tp: TopicPartition, om: OffsetAndMetadata | None) -> None:
+        if om is None:
+            offsets = self.offsets.get(group_id)
+            if offsets is not None:
+                offsets.pop(tp, None)
+                if not offsets:
+                    del self.offsets[group_id]
+        else:
+            self.offsets.setdefault(group_id, {})[tp] = om
+
+    def shutdown(self) -> None:
+        """Answer parked requests so their connections can close (Kafka: NOT_COORDINATOR on unload);
+        later JoinGroup/SyncGroup requests are answered NOT_COORDINATOR at once."""
+        self._closed = True
+        for futs in self._join_waiters.values():
+            for f in futs:
+                if not f.done():
+                    f.set_result(JoinResult(error=ErrorCode.not_coordinator))
+        for sfuts in self._sync_waiters.values():
+            for s in sfuts:
+                if not s.done():
+                    s.set_result(SyncResult(error=ErrorCode.not_coordinator))
+        self._join_waiters.clear()
+        self._sync_waiters.clear()
+
+    def partition_for(self, group_id: str) -> int:
+        return offsets_log.partition_for(group_id, self._log.partition_count)
+
+    def ensure_offsets_topic(self, now_ms: int) -> None:
+        self._log.ensure_created(now_ms)
+
+    # ------------------------------------------------------------------------------ timers
+    def next_deadline(self) -> int | None:
+        times = [t for g in self.groups.values() if (t := decisions.next_deadline(g)) is not None]
+        if self._next_retention_check_ms is not None:
+            times.append(self._next_retention_check_ms)
+        return min(times, default=None)
+
+    async def expire(self, now_ms: int) -> None:
+        for gid in list(self.groups):
+            group = self.groups.get(gid)
+            if group is None:
+                continue
+            step = decisions.expire(group, self.config, now_ms)
+            if step is not None:
+                await self._commit(gid, step, now_ms)
+        if self._next_retention_check_ms is not None and now_ms >= self._next_retention_check_ms:
+            self._next_retention_check_ms = now_ms + self.retention_check_interval_ms
+            await self.expire_offsets(now_ms)
+
+    async def expire_offsets(self, now_ms: int) -> int:
+        """offsets.retention.minutes: tombstone expired offsets; an Empty group left without
+        offsets is deleted too (Kafka's cleanupGroupMetadata)."""
+        expired_total = 0
+        for gid in list(self.groups):
+            group = self.groups[gid]
+            offsets = self.offsets.get(gid, {})
+            expired = decisions.expired_offsets(group, offsets, now_ms, self.offsets_retention_ms)
+            records: list[tuple[bytes, bytes | None]] = [
+                (offsets_log.offset_commit_key(gid, tp), None) for tp in expired]
+            drop_group = group.state is GroupState.EMPTY and len(expired) == len(offsets) and \
+                not self._has_pending(gid)
+            if drop_group:
+                records.append((offsets_log.group_metadata_key(gid), None))
+            if not records:
+                continue
+            await self._log.append(self.partition_for(gid), records, now_ms)
+            for tp in expired:
+                self._apply_offset(gid, tp, None)
+            if drop_group:
+                next_state(group.state, GroupEvent.DELETED)
+                del self.groups[gid]
+            expired_total += len(expired)
+            log.info("offsets_expired", group_id=gid, partitions=len(expired), group_deleted=drop_group)
+        return expired_total
+
+    def _changed(self) -> None:
+        if self.on_deadlines_changed is not None:
+            self.on_deadlines_changed()
+
+    # ------------------------------------------------------------------------------ apply
+    async def _commit(self, group_id: str, step: Step, now_ms: int) -> None:
+        """Persist (when asked), then apply the step and answer parked requests."""
+        if step.persist and step.group is not None:
+            await self._log.append(self.partition_for(group_id), [
+                (offsets_log.group_metadata_key(group_id), offsets_log.group_metadata_value(step.group))], now_ms)
+        before = self.groups.get(group_id)
+        if step.group is None:
+            self.groups.pop(group_id, None)
+        else:
+            self.groups[group_id] = step.group
+            if before is not None and before.state is not step.group.state:
+                log.info("group_transition", group_id=group_id, from_state=before.state.value,
+                         to_state=step.group.state.value, generation_id=step.group.generation_id,
+                         members=len(step.group.members))
+        for mid, jr in step.joins.items():
+            for f in self._join_waiters.pop((group_id, mid), []):
+                if not f.done():
+                    f.set_result(jr)
+        for mid, sr in step.syncs.items():
+            for sf in self._sync_waiters.pop((group_id, mid), []):
+                if not sf.done():
+                    sf.set_result(sr)
+        self._changed()
+
+    # ------------------------------------------------------------------------------ membership
+    async def join_group(self, req: JoinRequest, now_ms: int) -> JoinResult:
+        if self._closed:
+            return JoinResult(error=ErrorCode.not_coordinator, member_id=req.member_id)
+        group = self.groups.get(req.group_id)
+        prefix = req.group_instance_id if req.group_instance_id is not None else req.client_id
+        decision = decisions.decide_join(group, req, self.config, now_ms, self._new_member_id(prefix))
+        fut: asyncio.Future[JoinResult] | None = None
+        if decision.reply is None:
+            fut = asyncio.get_running_loop().create_future()
+            self._join_waiters.setdefault((req.group_id, decision.member_id), []).append(fut)
+        try:
+            await self._commit(req.group_id, decision.step, now_ms)
+        except BaseException:
+            if fut is not None:
+                self._discard(self._join_waiters, (req.group_id, decision.member_id), fut)
+            raise
+        if decision.reply is not None:
+            return decision.reply
+        assert fut is not None
+        try:
+            return await fut
+        finally:
+            self._discard(self._join_waiters, (req.group_id, decision.member_id), fut)
+
+    async def sync_group(self, req: SyncRequest, now_ms: int) -> SyncResult:
+        if self._closed:
+            return SyncResult(error=ErrorCode.not_coordinator)
+        decision = decisions.decide_sync(self.groups.get(req.group_id), req, self.config, now_ms)
+        fut: asyncio.Future[SyncResult] | None = None
+        if decision.reply is None:
+            fut = asyncio.get_running_loop().create_future()
+            self._sync_waiters.setdefault((req.group_id, req.member_id), []).append(fut)
+        try:
+            await self._commit(req.group_id, decision.step, now_ms)
+        except BaseException:
+            if fut is not None:
+                self._discard(self._sync_waiters, (req.group_id, req.member_id), fut)
+            raise
+        if decision.reply is not None:
+            return decision.reply
+        assert fut is not None
+        try:
+            return await fut
+        finally:
+            self._discard(self._sync_waiters, (req.group_id, req.member_id), fut)
+
+    @staticmethod
+    def _discard(waiters: dict[tuple[str, str], list[Any]], key: tuple[str, str], fut: Any) -> None:
+        futs = waiters.get(key)
+        if futs and fut in futs:
+            futs.remove(fut)
+            if not futs:
+                del waiters[key]
+
+    def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int,
+                  now_ms: int) -> ErrorCode:
+        group, code = decisions.decide_heartbeat(self.groups.get(group_id), member_id, group_instance_id,
+                                                 generation_id, now_ms)
+        if group is not None and group_id in self.groups:
+            self.groups[group_id] = group
+            self._changed()
+        return code
+
+    async def leave_group(self, group_id: str, members: Sequence[tuple[str, str | None]],
+                          now_ms: int) -> tuple[ErrorCode, list[ErrorCode]]:
+        group = self.groups.get(group_id)
+        step, top, codes = decisions.decide_leave(group, members, self.config, now_ms)
+        if group is not None and top is ErrorCode.none:
+            await self._commit(group_id, step, now_ms)
+        return top, codes
+
+    # ------------------------------------------------------------------------------ offsets
+    async def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None,
+                             generation_id: int, offsets: Mapping[TopicPartition, OffsetCommitEntry],
+                             now_ms: int) -> dict[TopicPartition, ErrorCode]:
+        group = self.groups.get(group_id)
+        code = decisions.validate_offset_commit(group, member_id, group_instance_id, generation_id)
+        if code is not ErrorCode.none:
+            return {tp: code for tp in offsets}
+        results, accepted = _accept_offsets(offsets, now_ms)
+        if accepted:
+            self._log.ensure_created(now_ms)
+            await self._log.append(self.partition_for(group_id), [
+                (offsets_log.offset_commit_key(group_id, tp), offsets_log.offset_commit_value(om))
+                for tp, om in accepted.items()], now_ms)
+            for tp, om in accepted.items():
+                self._apply_offset(group_id, tp, om)
+            if group_id not in self.groups:
+                # Simple consumers and admin clients commit for groups that never had members.
+                self.groups[group_id] = Group(group_id=group_id, state=GroupState.EMPTY, state_timestamp_ms=now_ms)
+        return results
+
+    def fetch_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None,
+                      require_stable: bool) -> list[FetchedOffset]:
+        """OffsetFetch. None means every partition with a committed offset. With require_stable,
+        partitions with pending transactional offsets answer UNSTABLE_OFFSET_COMMIT (KIP-447)."""
+        committed = self.offsets.get(group_id, {})
+        tps = sorted(committed) if partitions is None else list(partitions)
+        out = []
+        for tp in tps:
+            if require_stable and self._has_pending(group_id, tp):
+                out.append(FetchedOffset(tp=tp, offset=-1, leader_epoch=-1, metadata="",
+                                         error=ErrorCode.unstable_offset_commit))
+                continue
+            om = committed.get(tp)
+            if om is None:
+                out.append(FetchedOffset(tp=tp, offset=-1, leader_epoch=-1, metadata="", error=ErrorCode.none))
+            else:
+                out.append(FetchedOffset(tp=tp, offset=om.offset, leader_epoch=om.leader_epoch,
+                                         metadata=om.metadata, error=ErrorCode.none))
+        return out
+
+    async def delete_offsets(self, group_id: str, partitions: Sequence[TopicPartition],
+                             now_ms: int) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        group = self.groups.get(group_id)
+        top, by_topic = decisions.decide_offset_delete(group, {tp.topic for tp in partitions})
+        if top is not ErrorCode.none:
+            return top, {}
+        results = {tp: by_topic[tp.topic] for tp in partitions}
+        committed = self.offsets.get(group_id, {})
+        doomed = [tp for tp, code in results.items() if code is ErrorCode.none and tp in committed]
+        if doomed:
+            await self._log.append(self.partition_for(group_id),
+                                   [(offsets_log.offset_commit_key(group_id, tp), None) for tp in doomed], now_ms)
+            for tp in doomed:
+                self._apply_offset(group_id, tp, None)
+        return ErrorCode.none, results
+
+    # ------------------------------------------------------------------------------ admin
+    def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> list[Group]:
+        wanted_states = {s.lower() for s in states}
+        wanted_types = {t.lower() for t in types}
+        if wanted_types and "classic" not in wanted_types:
+            return []
+        return [g for g in sorted(self.groups.values(), key=lambda g: g.group_id)
+                if g.state is not GroupState.DEAD and (not wanted_states or g.state.value.lower() in wanted_states)]
+
+    def describe_group(self, group_id: str) -> Group | None:
+        return self.groups.get(group_id)
+
+    async def delete_groups(self, group_ids: Sequence[str], now_ms: int) -> dict[str, ErrorCode]:
+        results: dict[str, ErrorCode] = {}
+        for gid in group_ids:
+            if not gid:
+                results[gid] = ErrorCode.invalid_group_id
+                continue
+            group = self.groups.get(gid)
+            code = decisions.decide_delete(group)
+            results[gid] = code
+            if code is not ErrorCode.none or group is None:
+                continue
+            records: list[tuple[bytes, bytes | None]] = [
+                (offsets_log.offset_commit_key(gid, tp), None) for tp in self.offsets.get(gid, {})]
+            records.append((offsets_log.group_metadata_key(gid), None))
+            await self._log.append(self.partition_for(gid), records, now_ms)
+            next_state(group.state, GroupEvent.DELETED)
+            self.offsets.pop(gid, None)
+            self.groups.pop(gid, None)
+            log.info("group_deleted", group_id=gid)
+        return results
+
+    # ------------------------------------------------------------------------------ transactions
+    def _has_pending(self, group_id: str, tp: TopicPartition | None = None) -> bool:
+        for by_group in self.pending_txn_offsets.values():
+            offsets = by_group.get(group_id)
+            if offsets and (tp is None or tp in offsets):
+                return True
+        return False
+
+    async def commit_transactional_offsets(self, group_id: str, *, producer_id: int, producer_epoch: int,
+                                           member_id: str, group_instance_id: str | None, generation_id: int,
+                                           offsets: Mapping[TopicPartition, OffsetCommitEntry],
+                                           now_ms: int) -> dict[TopicPartition, ErrorCode]:
+        """TxnOffsetCommit: append the offsets as a transactional batch of the producer; they stay
+        pending (invisible to OffsetFetch) until the COMMIT marker reaches this partition."""
+        code = decisions.validate_txn_offset_commit(self.groups.get(group_id), member_id, group_instance_id,
+                                                    generation_id)
+        if code is not ErrorCode.none:
+            return {tp: code for tp in offsets}
+        results, accepted = _accept_offsets(offsets, now_ms)
+        if accepted:
+            self._log.ensure_created(now_ms)
+            await self._log.append(self.partition_for(group_id), [
+                (offsets_log.offset_commit_key(group_id, tp), offsets_log.offset_commit_value(om))
+                for tp, om in accepted.items()], now_ms, producer_id=producer_id, producer_epoch=producer_epoch)
+            self.add_pending_transactional_offsets(producer_id, group_id, accepted)
+        return results
+
+    def add_pending_transactional_offsets(self, producer_id: int, group_id: str,
+                                          offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        """For TxnOffsetCommit (after its transactional batch was appended): invisible to
+        OffsetFetch until the COMMIT marker."""
+        self.pending_txn_offsets.setdefault(producer_id, {}).setdefault(group_id, {}).update(offsets)
+
+    def complete_transaction(self, producer_id: int, committed: bool) -> None:
+        """Called for a COMMIT/ABORT marker on a `__consumer_offsets` partition (the OffsetsSink
+        port of the transaction coordinator, and replay)."""
+        by_group = self.pending_txn_offsets.pop(producer_id, {})
+        if not committed:
+            return
+        for gid, offsets in by_group.items():
+            for tp, om in offsets.items():
+                self._apply_offset(gid, tp, om)
+            if gid not in self.groups:
+                self.groups[gid] = Group(group_id=gid, state=GroupState.EMPTY)
