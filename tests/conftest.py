@@ -1,0 +1,129 @@
+"""Suite-wide test wiring: `tests/` on sys.path, and the conformance mode.
+
+Conformance mode (`make conformance`): with ``MINIKAFKA_TARGET=kafka`` the integration tests run
+against a real Apache Kafka 4.x instead of minikafka. One Kafka broker is started for the whole
+session through ``tests/kafka_ref.py`` (jars from Maven Central, see bench/kafka/README.md), and
+the plugin's ``kafka_broker`` fixture is overridden to hand tests an ``ExternalBroker`` on it, so
+tests that restart the broker or read its files skip. An explicit ``KAFKA_BOOTSTRAP`` is used
+instead of starting Kafka. Without Java (or without Maven and no cached jars) these tests skip
+with the reason.
+
+The Kafka broker is shared by the session: tests must use their own topic and group names.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+TESTS_DIR = Path(__file__).resolve().parent
+if str(TESTS_DIR) not in sys.path:
+    sys.path.insert(0, str(TESTS_DIR))
+
+from minikafka.testing import ExternalBroker  # noqa: E402
+
+TARGET = os.environ.get("MINIKAFKA_TARGET", "minikafka").strip().lower() or "minikafka"
+KAFKA_HEAP = os.environ.get("KAFKA_HEAP_OPTS", "-Xmx512m")
+# Settings for the reference broker on top of bench/kafka/server.properties.in (which already has
+# the test-speed settings of minikafka.testing.TEST_OVERRIDES).
+KAFKA_EXTRA_PROPS: dict[str, str] = {
+    "auto.create.topics.enable": "true",
+    "broker.heartbeat.interval.ms": "500",
+    "broker.session.timeout.ms": "3000",
+}
+
+
+def conformance_mode() -> bool:
+    """True when the suite runs against Apache Kafka (MINIKAFKA_TARGET=kafka)."""
+    return TARGET == "kafka"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if TARGET not in ("minikafka", "kafka"):
+        raise pytest.UsageError(f"MINIKAFKA_TARGET={TARGET!r}: expected 'minikafka' or 'kafka'")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    if not conformance_mode():
+        return "target: minikafka"
+    where = os.environ.get("KAFKA_BOOTSTRAP") or "Apache Kafka started by the session"
+    return f"target: Apache Kafka (conformance mode): {where}"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In conformance mode a test that never asks for `kafka_broker` would only exercise minikafka
+    (it starts its own BrokerProcess): skip it rather than report it as a Kafka result."""
+    if not conformance_mode():
+        return
+    skip = pytest.mark.skip(reason="conformance mode: test does not use the kafka_broker fixture")
+    for item in items:
+        if "kafka_broker" not in getattr(item, "fixturenames", ()):
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def apache_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Bootstrap address of the session's Apache Kafka (conformance mode only)."""
+    if not conformance_mode():
+        pytest.skip("Apache Kafka runs only with MINIKAFKA_TARGET=kafka")
+    explicit = os.environ.get("KAFKA_BOOTSTRAP")
+    if explicit:
+        yield explicit
+        return
+    import kafka_ref
+
+    try:
+        kafka_ref.ensure_kafka_jars()
+    except kafka_ref.KafkaRefError as exc:
+        pytest.skip(f"Apache Kafka unavailable: {str(exc).splitlines()[0]}")
+    kafka = kafka_ref.ApacheKafka(heap_opts=KAFKA_HEAP)
+    kafka.start(tmp_path_factory.mktemp("apache-kafka"), extra_props=KAFKA_EXTRA_PROPS)
+    try:
+        _warm_up(kafka.bootstrap)
+        yield kafka.bootstrap
+    finally:
+        kafka.stop()
+
+
+WARMUP_TOPIC = "conformance-warmup"
+
+
+def _warm_up(bootstrap: str, timeout: float = 60.0) -> None:
+    """Take Apache Kafka past its first-use states before the tests compare it with minikafka
+    (which has none): a fresh Kafka answers the first InitProducerId with
+    COORDINATOR_LOAD_IN_PROGRESS until its producer-id block arrives, and creates
+    `__consumer_offsets` / `__transaction_state` on the first FindCoordinator
+    (COORDINATOR_NOT_AVAILABLE meanwhile). Clients retry these; raw-protocol tests do not."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    quiet = {"bootstrap.servers": bootstrap, "log_level": 3}
+    producer = Producer({**quiet, "enable.idempotence": True})
+    producer.produce(WARMUP_TOPIC, b"warm-up")
+    if producer.flush(timeout) != 0:
+        raise RuntimeError("Apache Kafka warm-up: idempotent produce did not complete")
+    consumer = Consumer({**quiet, "group.id": WARMUP_TOPIC, "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(WARMUP_TOPIC, 0, 1)], asynchronous=False)
+    finally:
+        consumer.close()
+    txn = Producer({**quiet, "transactional.id": WARMUP_TOPIC})
+    txn.init_transactions(timeout)
+    txn.begin_transaction()
+    txn.produce(WARMUP_TOPIC, b"warm-up")
+    txn.commit_transaction(timeout)
+
+
+if conformance_mode():
+
+    @pytest.fixture
+    def kafka_broker(apache_kafka: str) -> Iterator[ExternalBroker]:  # overrides the plugin's
+        yield ExternalBroker(apache_kafka)
+
+    @pytest.fixture
+    def broker_factory() -> Any:  # overrides the plugin's: only minikafka takes these settings
+        pytest.skip("conformance mode: broker_factory starts minikafka brokers")

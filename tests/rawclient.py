@@ -1,0 +1,327 @@
+"""A small blocking raw Kafka client for tests, built on minikafka's own codec.
+
+It speaks the wire protocol directly (size prefix, request header, kio bodies), so tests can send
+exactly the bytes they want, including broken ones, and read exactly what comes back:
+
+    with RawClient.connect(broker.bootstrap) as c:
+        resp = c.request(ApiVersionsRequest(...), api_version=3)
+        c.send_bytes(b"\\xff\\xff\\xff\\xff")
+        assert c.is_closed(timeout=2)
+"""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+import socket
+import struct
+import time
+from typing import Any
+
+from kio.schema.api_versions.v3.request import ApiVersionsRequest as ApiVersionsRequestV3
+from kio.schema.create_topics.v7.request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
+from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+from kio.schema.list_offsets.v7.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.static.primitive import i16, i32, i32Timedelta, i64
+
+from minikafka.protocol import codec
+from minikafka.protocol.records import build_batch
+
+_SIZE = struct.Struct(">i")
+_REQ_PREFIX = struct.Struct(">hhi")
+
+
+class ConnectionClosed(Exception):
+    """The broker closed the connection."""
+
+
+class RawClient:
+    """One blocking TCP connection to a Kafka broker."""
+
+    def __init__(self, host: str, port: int, *, timeout: float = 10.0, client_id: str | None = "rawclient") -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.timeout = timeout
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._corr = itertools.count(1)
+        self._pending = b""
+
+    @classmethod
+    def connect(cls, bootstrap: str, **kw: Any) -> RawClient:
+        host, _, port = bootstrap.rpartition(":")
+        return cls(host, int(port), **kw)
+
+    # -- context manager ------------------------------------------------------------------------
+
+    def __enter__(self) -> RawClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    # -- requests -------------------------------------------------------------------------------
+
+    def next_correlation_id(self) -> int:
+        return next(self._corr)
+
+    def encode(self, body: Any, api_version: int, correlation_id: int | None = None) -> tuple[int, bytes]:
+        """(correlation id, size-prefixed request bytes) for a kio request entity."""
+        corr = self.next_correlation_id() if correlation_id is None else correlation_id
+        return corr, codec.encode_request(api_version, corr, self.client_id, body)
+
+    def send(self, body: Any, api_version: int) -> int:
+        """Send one request without waiting; returns its correlation id."""
+        corr, data = self.encode(body, api_version)
+        self.send_bytes(data)
+        return corr
+
+    def receive(self, api_key: int, api_version: int, timeout: float | None = None) -> tuple[int, Any]:
+        """Read one response frame and decode it as (correlation id, body)."""
+        frame = self.recv_frame(timeout)
+        return codec.decode_response(api_key, api_version, frame)
+
+    def request(self, body: Any, api_version: int, timeout: float | None = None) -> Any:
+        """Send a request and return the decoded response body (checks the correlation id)."""
+        corr = self.send(body, api_version)
+        got, resp = self.receive(type(body).__api_key__, api_version, timeout)
+        if got != corr:
+            raise AssertionError(f"correlation id {got} in the response, {corr} expected")
+        return resp
+
+    # -- raw bytes ------------------------------------------------------------------------------
+
+    def send_bytes(self, raw: bytes) -> None:
+        self.sock.sendall(raw)
+
+    def send_frame(self, payload: bytes) -> None:
+        """Send payload with a correct size prefix."""
+        self.send_bytes(_SIZE.pack(len(payload)) + payload)
+
+    def _recv_exactly(self, n: int, deadline: float) -> bytes:
+        buf = bytearray(self._pending[:n])
+        self._pending = self._pending[n:]
+        while len(buf) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._pending = bytes(buf) + self._pending
+                raise TimeoutError(f"no complete response within the deadline ({len(buf)}/{n} bytes)")
+            self.sock.settimeout(left)
+            try:
+                chunk = self.sock.recv(max(n - len(buf), 65536))
+            except TimeoutError:
+                continue
+            except (ConnectionResetError, BrokenPipeError) as exc:
+                raise ConnectionClosed(str(exc)) from exc
+            if not chunk:
+                raise ConnectionClosed("the broker closed the connection")
+            buf += chunk
+            if len(buf) > n:
+                self._pending = bytes(buf[n:]) + self._pending
+                del buf[n:]
+        return bytes(buf)
+
+    def recv_frame(self, timeout: float | None = None) -> bytes:
+        """The next response frame without its size prefix. Raises ConnectionClosed, TimeoutError."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        (size,) = _SIZE.unpack(self._recv_exactly(4, deadline))
+        if size < 4:
+            raise AssertionError(f"response size {size}")
+        return self._recv_exactly(size, deadline)
+
+    def is_closed(self, timeout: float = 5.0) -> bool:
+        """True if the peer closes the connection within timeout without sending anything.
+
+        Raises AssertionError if bytes arrive instead (a response where none was expected).
+        """
+        if self._pending:
+            raise AssertionError(f"unexpected bytes from the broker: {self._pending[:64]!r}")
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self.sock.settimeout(left)
+            try:
+                chunk = self.sock.recv(65536)
+            except TimeoutError:
+                return False
+            except (ConnectionResetError, BrokenPipeError):
+                return True
+            if not chunk:
+                return True
+            raise AssertionError(f"unexpected bytes from the broker: {chunk[:64]!r}")
+
+
+# -- request builders ---------------------------------------------------------------------------
+
+
+def ms(n: int) -> i32Timedelta:
+    return i32Timedelta.parse(datetime.timedelta(milliseconds=n))
+
+
+def api_versions_v3() -> ApiVersionsRequestV3:
+    return ApiVersionsRequestV3(client_software_name="rawclient", client_software_version="1.0")
+
+
+def metadata_v12(*topics: str, auto_create: bool = True) -> MetadataRequest:
+    return MetadataRequest(
+        topics=tuple(MetadataRequestTopic(topic_id=None, name=t) for t in topics),
+        allow_auto_topic_creation=auto_create,
+        include_topic_authorized_operations=False,
+    )
+
+
+def create_topics_v7(topic: str, partitions: int = 1, configs: dict[str, str] | None = None,
+                     timeout_ms: int = 10_000) -> CreateTopicsRequest:
+    return CreateTopicsRequest(
+        topics=(CreatableTopic(
+            name=topic, num_partitions=i32(partitions), replication_factor=i16(1), assignments=(),
+            configs=tuple(CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()),
+        ),),
+        timeout=ms(timeout_ms),
+    )
+
+
+def produce_v9(topic: str, partition: int, batch: bytes, *, acks: int = -1, timeout_ms: int = 10_000) -> ProduceRequest:
+    """A Produce v9 request carrying one record batch for one partition."""
+    return ProduceRequest(
+        transactional_id=None, acks=i16(acks), timeout=ms(timeout_ms),
+        topic_data=(TopicProduceData(name=topic, partition_data=(
+            PartitionProduceData(index=i32(partition), records=bytes(batch)),)),),
+    )
+
+
+def fetch_v12(topic: str, partition: int, offset: int, *, max_wait_ms: int = 0, min_bytes: int = 1,
+              partition_max_bytes: int = 1 << 20) -> FetchRequest:
+    return FetchRequest(
+        max_wait=ms(max_wait_ms), min_bytes=i32(min_bytes),
+        topics=(FetchTopic(topic=topic, partitions=(FetchPartition(
+            partition=i32(partition), fetch_offset=i64(offset), partition_max_bytes=i32(partition_max_bytes)),)),),
+        forgotten_topics_data=(),
+    )
+
+
+def list_offsets_v7(topic: str, partition: int, timestamp: int = -1) -> ListOffsetsRequest:
+    """timestamp -1 asks for the latest offset (the high watermark), -2 for the earliest."""
+    return ListOffsetsRequest(
+        replica_id=i32(-1), isolation_level=0,
+        topics=(ListOffsetsTopic(name=topic, partitions=(
+            ListOffsetsPartition(partition_index=i32(partition), timestamp=i64(timestamp)),)),),
+    )
+
+
+def valid_batch(n: int = 1, *, prefix: bytes = b"v", timestamp_ms: int | None = None) -> bytearray:
+    """An uncompressed, non-idempotent record batch of n records (keys k0.., values prefix0..)."""
+    ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+    return build_batch([(b"k%d" % i, prefix + b"%d" % i) for i in range(n)], timestamp_ms=ts)
+
+
+# -- convenience round trips --------------------------------------------------------------------
+
+
+def produce(c: RawClient, topic: str, partition: int, batch: bytes, **kw: Any) -> Any:
+    """Produce one batch; returns the PartitionProduceResponse."""
+    resp = c.request(produce_v9(topic, partition, batch, **kw), 9)
+    return resp.responses[0].partition_responses[0]
+
+
+def high_watermark(c: RawClient, topic: str, partition: int = 0) -> int:
+    resp = c.request(list_offsets_v7(topic, partition, -1), 7)
+    p = resp.topics[0].partitions[0]
+    if p.error_code != 0:
+        raise AssertionError(f"ListOffsets error {p.error_code}")
+    return int(p.offset)
+
+
+def fetch_records(c: RawClient, topic: str, partition: int, offset: int) -> list[Any]:
+    """Records (minikafka.protocol.records.Record) returned by one Fetch from offset."""
+    from minikafka.protocol.records import iter_records, split_batches
+
+    resp = c.request(fetch_v12(topic, partition, offset), 12)
+    p = resp.responses[0].partitions[0]
+    if p.error_code != 0:
+        raise AssertionError(f"Fetch error {p.error_code}")
+    data = bytes(p.records or b"")
+    out = []
+    pos = 0
+    # A fetch may end with a partial batch; keep only the complete ones.
+    while pos + 12 <= len(data):
+        (length,) = struct.unpack_from(">i", data, pos + 8)
+        if pos + 12 + length > len(data):
+            break
+        for _pos, _h in split_batches(data[pos : pos + 12 + length]):
+            out.extend(iter_records(data, pos))
+        pos += 12 + length
+    return out
+
+
+def wait_for_topic(c: RawClient, topic: str, timeout: float = 10.0) -> None:
+    """Metadata (auto-creating) until the topic's partition 0 has a leader."""
+    deadline = time.monotonic() + timeout
+    while True:
+        resp = c.request(metadata_v12(topic), 12)
+        t = resp.topics[0]
+        if t.error_code == 0 and t.partitions and t.partitions[0].leader_id >= 0:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topic {topic} not ready: error {t.error_code}")
+        time.sleep(0.05)
+
+
+def request_header(api_key: int, api_version: int, correlation_id: int, client_id: bytes | None = b"raw",
+                   flexible: bool = False) -> bytes:
+    """Raw request header bytes (v1, or v2 with an empty tagged-field section when flexible)."""
+    out = _REQ_PREFIX.pack(api_key, api_version, correlation_id)
+    out += struct.pack(">h", -1) if client_id is None else struct.pack(">h", len(client_id)) + client_id
+    if flexible:
+        out += b"\x00"
+    return out
+
+
+def default_entity(cls: type[Any], *, nulls: bool = True) -> Any:
+    """An instance of a kio entity class with every field at its schema (or implicit) default.
+
+    With nulls=False, nullable fields without a schema default get the non-null implicit default
+    ("" / () / 0 / a default entity) instead of None, as handlers fill them for old versions.
+    """
+    import dataclasses
+
+    from kio.schema.errors import ErrorCode
+    from kio.serial._implicit_defaults import get_implicit_default
+    from kio.serial._introspect import (
+        EntityField,
+        EntityTupleField,
+        PrimitiveTupleField,
+        classify_field,
+        is_optional,
+    )
+
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            continue
+        kind = classify_field(f)
+        if is_optional(f) and nulls:
+            value: Any = None
+        elif isinstance(kind, EntityTupleField | PrimitiveTupleField):
+            value = ()
+        elif isinstance(kind, EntityField):
+            value = default_entity(kind.type_, nulls=nulls)
+        elif kind.type_ is ErrorCode:
+            value = ErrorCode.none
+        elif kind.type_ is bool:
+            value = False
+        else:
+            value = get_implicit_default(kind.type_)
+        kwargs[f.name] = value
+    return cls(**kwargs)

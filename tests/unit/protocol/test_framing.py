@@ -1,0 +1,90 @@
+"""FrameDecoder: any chunking of the byte stream yields the same frames; bad sizes are refused
+before anything is buffered for them (test-plan F-1, F-2, F-10)."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from minikafka.protocol.errors import FramingError
+from minikafka.protocol.framing import MIN_REQUEST_SIZE, FrameDecoder, encode_frame
+
+pytestmark = pytest.mark.unit
+
+MAX = 4096
+
+payloads = st.lists(st.binary(min_size=MIN_REQUEST_SIZE, max_size=300), max_size=8)
+
+
+def _chunks(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
+    return [data[a:b] for a, b in zip(points, points[1:], strict=False)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(payloads, st.lists(st.integers(min_value=0, max_value=10_000), max_size=40))
+def test_any_chunking_yields_the_same_frames(frames: list[bytes], cuts: list[int]) -> None:
+    stream = b"".join(encode_frame(f) for f in frames)
+    dec = FrameDecoder(MAX)
+    got: list[bytes] = []
+    for chunk in _chunks(stream, cuts):
+        got.extend(dec.feed(chunk))
+    assert got == frames
+    assert not dec.has_partial
+
+
+@settings(max_examples=100, deadline=None)
+@given(payloads)
+def test_byte_by_byte_feeding(frames: list[bytes]) -> None:
+    stream = b"".join(encode_frame(f) for f in frames)
+    dec = FrameDecoder(MAX)
+    got: list[bytes] = []
+    for i in range(len(stream)):
+        got.extend(dec.feed(stream[i : i + 1]))
+    assert got == frames
+
+
+def test_encode_frame_prefix() -> None:
+    assert encode_frame(b"abcdefghij") == b"\x00\x00\x00\x0aabcdefghij"
+
+
+@pytest.mark.parametrize("size", [-1, -2**31, 0, 3, MIN_REQUEST_SIZE - 1, MAX + 1, 2**31 - 1])
+def test_bad_sizes_are_refused_from_the_prefix_alone(size: int) -> None:
+    dec = FrameDecoder(MAX)
+    with pytest.raises(FramingError):
+        dec.feed(struct.pack(">i", size))
+
+
+def test_bad_size_after_good_frames_still_raises() -> None:
+    dec = FrameDecoder(MAX)
+    good = b"x" * MIN_REQUEST_SIZE
+    with pytest.raises(FramingError):
+        dec.feed(encode_frame(good) + struct.pack(">i", -1))
+
+
+def test_limits_are_inclusive() -> None:
+    dec = FrameDecoder(MAX)
+    assert dec.feed(encode_frame(b"m" * MIN_REQUEST_SIZE)) == [b"m" * MIN_REQUEST_SIZE]
+    big = b"b" * MAX
+    assert dec.feed(encode_frame(big)) == [big]
+
+
+def test_huge_declared_size_is_refused_without_buffering() -> None:
+    # 100 MiB + 1 against the default socket.request.max.bytes: refused at the prefix.
+    dec = FrameDecoder(100 * 1024 * 1024)
+    with pytest.raises(FramingError):
+        dec.feed(struct.pack(">i", 100 * 1024 * 1024 + 1) + b"\0\0\0\0")
+
+
+def test_partial_frame_is_reported() -> None:
+    dec = FrameDecoder(MAX)
+    assert not dec.has_partial
+    assert dec.feed(b"\x00\x00") == []
+    assert dec.has_partial
+    assert dec.feed(b"\x00\x0a" + b"12345") == []
+    assert dec.has_partial
+    assert dec.feed(b"67890" + b"\x00") == [b"1234567890"]
+    assert dec.has_partial  # one byte of the next prefix

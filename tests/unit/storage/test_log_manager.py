@@ -1,0 +1,297 @@
+"""LogManager on a real data directory: Kafka's files, checkpoints, clean and unclean startup."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from pathlib import Path
+
+import pytest
+
+from minikafka.config import BrokerConfig, parse_topic_config, topic_defaults
+from minikafka.protocol import records
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.types import TopicPartition
+from minikafka.storage import files
+from minikafka.storage.log_manager import LogManager, TopicError
+
+pytestmark = pytest.mark.unit
+
+T0 = 1_700_000_000_000
+
+
+def manager(data_dir: Path, *, node_id: int = 1, **broker_props: str) -> LogManager:
+    config = BrokerConfig.build(broker_props)
+    lm = LogManager(data_dir, node_id=node_id, topic_defaults=topic_defaults(config),
+                    topic_config_parser=parse_topic_config)
+    lm.startup(T0)
+    return lm
+
+
+def produce(lm: LogManager, topic: str, partition: int, n: int = 1, *, ts: int = T0, value_size: int = 30) -> int:
+    batch = records.build_batch([(f"k{i}".encode(), b"v" * value_size) for i in range(n)], timestamp_ms=ts)
+    return lm.get(TopicPartition(topic, partition)).append(batch, now_ms=ts).base_offset
+
+
+def crash(lm: LogManager) -> None:
+    """Close file descriptors only: no flush, checkpoint or marker (kill -9)."""
+    for plog in lm.logs.values():
+        for seg in plog.segments:
+            os.close(seg.fd)
+            seg.fd = -1
+            seg.index.close()
+            seg.time_index.close()
+
+
+def test_create_topic_writes_partition_metadata(tmp_path):
+    lm = manager(tmp_path)
+    info = lm.create_topic("orders", 3, {}, now_ms=T0)
+    for p in range(3):
+        d = tmp_path / f"orders-{p}"
+        assert d.is_dir()
+        text = (d / "partition.metadata").read_text()
+        m = re.fullmatch(r"version: 0\ntopic_id: ([A-Za-z0-9_-]{22})\n", text)
+        assert m, text
+        assert files.parse_kafka_uuid(m.group(1)) == info.topic_id
+        assert (d / f"{0:020d}.log").exists()
+    lm.shutdown()
+
+
+def test_kafka_uuid_string_form():
+    u = uuid.UUID("c3a0e1a4-9b5e-4a6c-8f62-1d2e3f405162")
+    s = files.kafka_uuid_str(u)
+    assert len(s) == 22 and "=" not in s and "+" not in s and "/" not in s
+    assert files.parse_kafka_uuid(s) == u
+    assert not files.kafka_uuid_str(files.new_kafka_uuid()).startswith("-")
+
+
+def test_meta_properties(tmp_path):
+    lm = manager(tmp_path, node_id=3, **{"node.id": "3"})
+    props = files.read_meta_properties(tmp_path)
+    assert props["node.id"] == "3"
+    assert props["version"] == "1"
+    assert re.fullmatch(r"[A-Za-z0-9_-]{22}", props["cluster.id"])
+    assert re.fullmatch(r"[A-Za-z0-9_-]{22}", props["directory.id"])
+    cluster = lm.cluster_id
+    lm.shutdown()
+    # The cluster id survives restarts; another node id is refused.
+    assert manager(tmp_path, node_id=3).cluster_id == cluster
+    with pytest.raises(RuntimeError):
+        manager(tmp_path, node_id=4)
+
+
+def test_checkpoint_files_format(tmp_path):
+    lm = manager(tmp_path)
+    lm.create_topic("a", 2, {}, now_ms=T0)
+    lm.create_topic("b c".replace(" ", "_"), 1, {}, now_ms=T0)
+    for _ in range(3):
+        produce(lm, "a", 1, 2)
+    lm.shutdown()
+    text = (tmp_path / "recovery-point-offset-checkpoint").read_text()
+    lines = text.splitlines()
+    assert lines[0] == "0"
+    assert int(lines[1]) == len(lines) - 2 == 3
+    assert sorted(lines[2:]) == ["a 0 0", "a 1 6", "b_c 0 0"]
+    assert files.read_offset_checkpoint(tmp_path / "recovery-point-offset-checkpoint") == {
+        TopicPartition("a", 0): 0, TopicPartition("a", 1): 6, TopicPartition("b_c", 0): 0}
+    # Kafka writes only partitions whose log start offset moved.
+    assert (tmp_path / "log-start-offset-checkpoint").read_text() == "0\n0\n"
+
+
+def test_checkpoint_reader_rejects_malformed(tmp_path):
+    p = tmp_path / "cp"
+    p.write_text("1\n0\n")
+    with pytest.raises(ValueError):
+        files.read_offset_checkpoint(p)
+    p.write_text("0\n2\nt 0 5\n")
+    with pytest.raises(ValueError):
+        files.read_offset_checkpoint(p)
+    assert files.read_offset_checkpoint(tmp_path / "missing") == {}
+
+
+def test_log_start_offset_checkpoint_after_retention(tmp_path):
+    lm = manager(tmp_path)
+    lm.create_topic("r", 1, {"segment.bytes": "400", "retention.bytes": "500"}, now_ms=T0)
+    for _ in range(20):
+        produce(lm, "r", 0, 2)
+    assert lm.delete_retained(T0) > 0
+    start = lm.get(TopicPartition("r", 0)).log_start_offset
+    assert start > 0
+    lm.checkpoint()
+    assert files.read_offset_checkpoint(tmp_path / "log-start-offset-checkpoint") == {TopicPartition("r", 0): start}
+    lm.shutdown()
+    again = manager(tmp_path)
+    assert again.get(TopicPartition("r", 0)).log_start_offset == start
+    again.shutdown()
+
+
+def test_clean_shutdown_marker_skips_recovery(tmp_path):
+    lm = manager(tmp_path)
+    lm.create_topic("t", 2, {"segment.bytes": "500"}, now_ms=T0)
+    for i in range(30):
+        produce(lm, "t", i % 2, 2)
+    ends = {tp: pl.log_end_offset for tp, pl in lm.logs.items()}
+    lm.shutdown()
+    marker = tmp_path / ".kafka_cleanshutdown"
+    assert marker.exists()
+    assert json.loads(marker.read_text())["version"] == 0
+    again = manager(tmp_path)
+    assert again.clean_startup
+    assert not marker.exists(), "the marker is consumed at startup"
+    assert all(pl.recovered_segments == 0 for pl in again.logs.values())
+    assert {tp: pl.log_end_offset for tp, pl in again.logs.items()} == ends
+    again.shutdown()
+
+
+def test_unclean_startup_recovers_from_recovery_point(tmp_path):
+    lm = manager(tmp_path)
+    lm.create_topic("t", 1, {"segment.bytes": "500"}, now_ms=T0)
+    for _ in range(15):
+        produce(lm, "t", 0, 2)
+    lm.checkpoint()  # the recovery point checkpoint: the last roll
+    plog = lm.get(TopicPartition("t", 0))
+    rp = plog.recovery_point
+    assert 0 < rp == plog.active.base_offset
+    for _ in range(15):
+        produce(lm, "t", 0, 2)  # more segments, after the checkpointed recovery point
+    n_segments = len(plog.segments)
+    bases = [s.base_offset for s in plog.segments]
+    leo = plog.log_end_offset
+    crash(lm)
+    again = manager(tmp_path)
+    assert not again.clean_startup
+    plog2 = again.get(TopicPartition("t", 0))
+    assert plog2.log_end_offset == leo
+    assert plog2.recovered_segments == n_segments - bases.index(rp)
+    assert 0 < plog2.recovered_segments < n_segments
+    # Startup checkpoints the new recovery point, so the next crash re-validates only the tail.
+    assert files.read_offset_checkpoint(tmp_path / "recovery-point-offset-checkpoint")[TopicPartition("t", 0)] == leo
+    crash(again)
+    third = manager(tmp_path)
+    assert third.get(TopicPartition("t", 0)).recovered_segments == 1
+    third.shutdown()
+
+
+def test_unclean_startup_without_checkpoint_recovers_everything(tmp_path):
+    lm = manager(tmp_path)
+    lm.create_topic("t", 1, {"segment.bytes": "500"}, now_ms=T0)
+    for _ in range(20):
+        produce(lm, "t", 0, 2)
+    n = len(lm.get(TopicPartition("t", 0)).segments)
+    crash(lm)
+    os.unlink(tmp_path / "recovery-point-offset-checkpoint")
+    again = manager(tmp_path)
+    assert again.get(TopicPartition("t", 0)).recovered_segments == n
+    again.shutdown()
+
+
+def test_corrupt_checkpoint_is_ignored(tmp_path):
+    lm = manager(tmp_path)
+    lm.create_topic("t", 1, {}, now_ms=T0)
+    produce(lm, "t", 0, 3)
+    crash(lm)
+    (tmp_path / "recovery-point-offset-checkpoint").write_text("garbage")
+    again = manager(tmp_path)
+    assert again.get(TopicPartition("t", 0)).log_end_offset == 3
+    again.shutdown()
+
+
+def test_topics_and_configs_survive_restart(tmp_path):
+    lm = manager(tmp_path)
+    info = lm.create_topic("cfg", 2, {"retention.ms": "12345", "cleanup.policy": "compact"}, now_ms=T0)
+    lm.shutdown()
+    again = manager(tmp_path)
+    assert again.topics["cfg"].topic_id == info.topic_id
+    assert again.topics["cfg"].partitions == 2
+    assert again.topic_config("cfg")["retention.ms"] == 12345
+    assert again.topic_config("cfg")["cleanup.policy"] == "compact"
+    again.shutdown()
+
+
+def test_topic_rebuilt_from_directory_when_topics_file_lost(tmp_path):
+    lm = manager(tmp_path)
+    info = lm.create_topic("lost", 2, {}, now_ms=T0)
+    produce(lm, "lost", 1, 4)
+    lm.shutdown()
+    os.unlink(tmp_path / "minikafka-topics.json")
+    again = manager(tmp_path)
+    assert again.topics["lost"].topic_id == info.topic_id  # from partition.metadata
+    assert again.topics["lost"].partitions == 2
+    assert again.get(TopicPartition("lost", 1)).log_end_offset == 4
+    again.shutdown()
+
+
+def test_delete_topic_removes_directories(tmp_path):
+    lm = manager(tmp_path)
+    lm.create_topic("gone", 3, {}, now_ms=T0)
+    lm.create_topic("kept", 1, {}, now_ms=T0)
+    produce(lm, "gone", 0, 2)
+    lm.delete_topic("gone")
+    assert not any(n.startswith("gone-") for n in os.listdir(tmp_path))
+    assert "gone" not in lm.topics
+    assert TopicPartition("gone", 0) not in lm.logs
+    cp = files.read_offset_checkpoint(tmp_path / "recovery-point-offset-checkpoint")
+    assert all(tp.topic != "gone" for tp in cp)
+    with pytest.raises(TopicError) as e:
+        lm.delete_topic("gone")
+    assert e.value.error_code == ErrorCode.unknown_topic_or_partition
+    lm.shutdown()
+    again = manager(tmp_path)
+    assert "gone" not in again.topics and "kept" in again.topics
+    again.shutdown()
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "a" * 250, "bad/name", "sp ace", "ü"])
+def test_create_topic_rejects_illegal_names(tmp_path, name):
+    lm = manager(tmp_path)
+    with pytest.raises(TopicError) as e:
+        lm.create_topic(name, 1, {}, now_ms=T0)
+    assert e.value.error_code == ErrorCode.invalid_topic_exception
+    lm.shutdown()
+
+
+def test_create_topic_errors(tmp_path):
+    lm = manager(tmp_path)
+    lm.create_topic("x", 1, {}, now_ms=T0)
+    with pytest.raises(TopicError) as e:
+        lm.create_topic("x", 1, {}, now_ms=T0)
+    assert e.value.error_code == ErrorCode.topic_already_exists
+    with pytest.raises(TopicError) as e:
+        lm.create_topic("y", 0, {}, now_ms=T0)
+    assert e.value.error_code == ErrorCode.invalid_partitions
+    with pytest.raises(TopicError) as e:
+        lm.create_topic("z", 1, {"retention.ms": "soon"}, now_ms=T0)
+    assert e.value.error_code == ErrorCode.invalid_config
+    assert not (tmp_path / "z-0").exists()
+    lm.shutdown()
+
+
+def test_create_partitions_adds_directories(tmp_path):
+    lm = manager(tmp_path)
+    info = lm.create_topic("grow", 1, {}, now_ms=T0)
+    lm.create_partitions("grow", 3, now_ms=T0)
+    for p in range(3):
+        assert files.read_partition_metadata(tmp_path / f"grow-{p}") == info.topic_id
+    lm.shutdown()
+    assert manager(tmp_path).topics["grow"].partitions == 3
+
+
+def test_stats_file_reports_recovery(tmp_path, monkeypatch):
+    stats = tmp_path / "stats.json"
+    monkeypatch.setenv("MINIKAFKA_STATS_FILE", str(stats))
+    data = tmp_path / "data"
+    lm = manager(data)
+    lm.create_topic("s", 1, {}, now_ms=T0)
+    produce(lm, "s", 0, 2)
+    lm.shutdown()
+    manager(data).shutdown()
+    doc = json.loads(stats.read_text())
+    assert doc["clean"] is True and doc["recovered_segments"] == 0
+    lm = manager(data)
+    produce(lm, "s", 0, 2)
+    crash(lm)
+    manager(data)
+    doc = json.loads(stats.read_text())
+    assert doc["clean"] is False and doc["partitions"]["s-0"] == 1

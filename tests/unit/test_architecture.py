@@ -1,0 +1,86 @@
+"""The dependency direction of style.md, enforced by reading every module's imports (AST).
+
+broker -> coordinator | storage -> protocol; coordinator and storage never import each other;
+only minikafka.protocol touches kio's serializers; the pure cores import no asyncio.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[2] / "minikafka"
+
+
+def _modules() -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for path in ROOT.rglob("*.py"):
+        rel = path.relative_to(ROOT.parent).with_suffix("")
+        name = ".".join(rel.parts).removesuffix(".__init__")
+        imported: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                imported.add(node.module)
+                imported.update(f"{node.module}.{a.name}" for a in node.names)
+        out[name] = imported
+    return out
+
+
+MODULES = _modules()
+
+
+def _violations(source_prefix: str, forbidden: tuple[str, ...]) -> list[str]:
+    bad = []
+    for mod, imports in MODULES.items():
+        if mod == source_prefix or mod.startswith(source_prefix + "."):
+            for imp in imports:
+                if any(imp == f or imp.startswith(f + ".") for f in forbidden):
+                    bad.append(f"{mod} imports {imp}")
+    return sorted(bad)
+
+
+def test_protocol_imports_nothing_else_from_minikafka():
+    allowed = ("minikafka.protocol",)
+    bad = [f"{m} imports {i}" for m, imps in MODULES.items() if m.startswith("minikafka.protocol")
+           for i in imps if i.startswith("minikafka") and not i.startswith(allowed)]
+    assert bad == []
+
+
+def test_storage_depends_only_on_protocol_records_errors_types():
+    assert _violations("minikafka.storage", ("minikafka.broker", "minikafka.coordinator",
+                                             "minikafka.protocol.codec", "minikafka.protocol.messages",
+                                             "minikafka.protocol.versions")) == []
+
+
+def test_coordinator_does_not_import_storage_or_broker():
+    assert _violations("minikafka.coordinator", ("minikafka.storage", "minikafka.broker")) == []
+
+
+def test_group_and_transaction_coordinators_are_independent():
+    assert _violations("minikafka.coordinator.group", ("minikafka.coordinator.transaction",)) == []
+    assert _violations("minikafka.coordinator.transaction", ("minikafka.coordinator.group",)) == []
+
+
+def test_only_protocol_uses_kio_serializers():
+    bad = [f"{m} imports {i}" for m, imps in MODULES.items() if not m.startswith("minikafka.protocol")
+           for i in imps if i.startswith(("kio.serial", "kio.index"))]
+    assert bad == []
+
+
+@pytest.mark.parametrize("pure", [
+    "minikafka.protocol", "minikafka.storage",
+    "minikafka.coordinator.transaction.state", "minikafka.coordinator.transaction.decisions",
+    "minikafka.coordinator.group.state", "minikafka.coordinator.group.decisions",
+])
+def test_pure_cores_stay_pure(pure):
+    assert _violations(pure, ("asyncio", "uvloop", "socket")) == []
+
+
+def test_every_module_was_read():
+    assert "minikafka.broker.app" in MODULES and "minikafka.storage.partition_log" in MODULES
