@@ -135,20 +135,23 @@ class PartitionLog:
         # rebuild below the newest snapshot replays the whole log (Kafka's rebuildProducerState).
         rebuild_from = min((s.base_offset for s in self.segments if s.txn_index_rebuild), default=None)
         for offset in reversed(self._snapshot_offsets()):
-            if rebuild_from is not None and offset > rebuild_from:
-                continue
             path = self._snapshot_path(offset)
             if offset > leo:
                 log.warning("snapshot_deleted", path=str(path), reason="beyond the log end offset")
                 path.unlink()
                 continue
             try:
-                state = ProducerStateManager.from_snapshot(snapshot_file.decode(path.read_bytes()))
-                start = max(offset, self.log_start_offset)
-                break
+                entries = snapshot_file.decode(path.read_bytes())
             except (snapshot_file.CorruptSnapshot, OSError) as exc:
+                # Deleted even when a rebuild skips it below: Kafka never keeps a corrupt snapshot.
                 log.warning("snapshot_corrupt_deleted", path=str(path), reason=str(exc))
                 path.unlink()
+                continue
+            if rebuild_from is not None and offset > rebuild_from:
+                continue
+            state = ProducerStateManager.from_snapshot(entries)
+            start = max(offset, self.log_start_offset)
+            break
         self.producer_state = state or ProducerStateManager()
         self._replay_producer_state(start)
 
