@@ -20,13 +20,26 @@ def _parser() -> argparse.ArgumentParser:
                    help="set a property, as kafka-server-start's --override (repeatable)")
     s.add_argument("--log-level", default="INFO")
     s.add_argument("--log-json", action="store_true", help="JSON log lines")
+    from minikafka import inspect
+
+    inspect.add_arguments(sub.add_parser("inspect", help="transactions, last stable offsets, aborted ranges"))
+    sub.add_parser("pipeline", help="the Spark order pipeline (minikafka pipeline --help)", add_help=False)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["pipeline"]:  # its own parser: minikafka.pipeline.cli
+        from minikafka.pipeline.cli import main as pipeline_main
+
+        return pipeline_main(argv[1:])
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "inspect":
+        from minikafka import inspect
+
+        return inspect.run(args)
     return 2  # pragma: no cover
 
 

@@ -11,6 +11,7 @@ import datetime
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from minikafka import faults
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.protocol.errors import CorruptRecord, ErrorCode, InvalidRecord
@@ -69,6 +70,8 @@ class ProduceHandler:
             result = plog.append(bytearray(records), now_ms=now_ms)
         except (CorruptRecord, InvalidRecord, StorageError) as exc:
             return _partition_error(tp.partition, _error_code_for(exc), plog.log_start_offset, str(exc))
+        if transactional_id is not None:
+            self.svc.faults.reach(faults.AFTER_TXN_PRODUCE)
         return PartitionProduceResponse(
             index=tp.partition,
             error_code=ErrorCode.none,
@@ -87,6 +90,8 @@ class ProduceHandler:
         h = read_header(data)
         if not h.is_transactional or h.is_control or h.producer_id < 0:
             return ErrorCode.none
+        if transactional_id is None:  # Kafka (KafkaApis.handleProduceRequest): not authorized
+            return ErrorCode.transactional_id_authorization_failed
         if self.svc.txn is None or not self.svc.config["transaction.partition.verification.enable"]:
             return ErrorCode.none
         return self.svc.txn.verify_partition(transactional_id, h.producer_id, h.producer_epoch, tp)

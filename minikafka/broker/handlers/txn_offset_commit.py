@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from minikafka import faults
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.coordinator.group.coordinator import OffsetCommitEntry
@@ -54,6 +55,7 @@ class TxnOffsetCommitHandler:
                 req.group_id, producer_id=req.producer_id, producer_epoch=req.producer_epoch,
                 member_id=req.member_id, group_instance_id=req.group_instance_id, generation_id=req.generation_id,
                 offsets=wanted, now_ms=self.svc.clock.now_ms()))
+            self.svc.faults.reach(faults.AFTER_TXN_OFFSET_COMMIT)
         return TxnOffsetCommitResponse(throttle_time=ZERO_MS, topics=tuple(
             TxnOffsetCommitResponseTopic(name=t.name, partitions=tuple(
                 TxnOffsetCommitResponsePartition(partition_index=p.partition_index,

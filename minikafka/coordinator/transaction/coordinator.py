@@ -25,6 +25,7 @@ from typing import Protocol
 
 import structlog
 
+from minikafka import faults
 from minikafka.coordinator.ports import RecordLog
 from minikafka.coordinator.transaction import decisions, txn_log
 from minikafka.coordinator.transaction.decisions import Reply, Transition
@@ -33,6 +34,12 @@ from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import TopicPartition
 
 log = structlog.get_logger("minikafka.coordinator.transaction")
+
+_CRASH_AFTER = {
+    TxnState.ONGOING: faults.AFTER_ADD_PARTITIONS,
+    TxnState.PREPARE_COMMIT: faults.AFTER_PREPARE_COMMIT,
+    TxnState.PREPARE_ABORT: faults.AFTER_PREPARE_ABORT,
+}
 
 COORDINATOR_EPOCH = 0  # one node: the __transaction_state leader epoch never changes
 MARKER_RETRY_S = 0.1
@@ -48,8 +55,9 @@ class MarkerWriter(Protocol):
 
 class TransactionCoordinator:
     def __init__(self, log_: RecordLog, markers: MarkerWriter, *, new_producer_id: Callable[[], int],
-                 max_timeout_ms: int, expiration_ms: int) -> None:
+                 max_timeout_ms: int, expiration_ms: int, crash_point: Callable[[str], None] = lambda _p: None) -> None:
         self._log = log_
+        self._crash_point = crash_point  # test-only fault injection (minikafka/faults.py)
         self._markers = markers
         self._new_producer_id = new_producer_id
         self.max_timeout_ms = max_timeout_ms
@@ -150,8 +158,9 @@ class TransactionCoordinator:
     async def abort_timed_out(self, now_ms: Callable[[], int]) -> list[str]:
         """Abort every ONGOING transaction past its timeout, fencing its producer (epoch + 1)."""
         aborted = []
-        for txn_id, meta in list(self._cache.items()):
-            if txn_id in self._pending:
+        for txn_id in list(self._cache):
+            meta = self._cache.get(txn_id)  # current, not a snapshot: earlier appends yielded
+            if meta is None or txn_id in self._pending:
                 continue
             decision = decisions.decide_timeout(meta, now_ms())
             if decision is not None:
@@ -164,8 +173,9 @@ class TransactionCoordinator:
     async def expire_transactional_ids(self, now_ms: Callable[[], int]) -> list[str]:
         """Remove ids idle past transactional.id.expiration.ms (a tombstone in the log)."""
         expired = []
-        for txn_id, meta in list(self._cache.items()):
-            if txn_id in self._pending:
+        for txn_id in list(self._cache):
+            meta = self._cache.get(txn_id)  # current, not a snapshot: earlier appends yielded
+            if meta is None or txn_id in self._pending:
                 continue
             decision = decisions.decide_expire(meta, now_ms(), self.expiration_ms)
             if decision is not None:
@@ -196,6 +206,8 @@ class TransactionCoordinator:
 
     async def _apply(self, txn_id: str, decision: Transition, now_ms: Callable[[], int]) -> ErrorCode:
         error = await self._persist(txn_id, decision.target, now_ms)
+        if error is ErrorCode.none:
+            self._crash_point(_CRASH_AFTER.get(decision.target.state, ""))
         if error is ErrorCode.none and decision.write_markers:
             if not await self._write_markers_and_complete(txn_id, now_ms):
                 self._start_marker_retry(txn_id, now_ms)
@@ -207,7 +219,9 @@ class TransactionCoordinator:
         if meta is None or meta.state not in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
             return True
         commit = meta.state is TxnState.PREPARE_COMMIT
-        for tp in sorted(meta.partitions):
+        for i, tp in enumerate(sorted(meta.partitions)):
+            if i == 1:
+                self._crash_point(faults.AFTER_FIRST_MARKER)
             error = self._markers.write_marker(tp, producer_id=meta.producer_id, producer_epoch=meta.producer_epoch,
                                                commit=commit, coordinator_epoch=COORDINATOR_EPOCH)
             if error in (ErrorCode.none, ErrorCode.unknown_topic_or_partition):
@@ -215,6 +229,7 @@ class TransactionCoordinator:
             log.warning("transaction_marker_failed", transactional_id=txn_id, topic=tp.topic,
                         partition=tp.partition, error_code=error.name)
             return False
+        self._crash_point(faults.AFTER_ALL_MARKERS)
         return await self._persist(txn_id, decisions.decide_complete(meta, now_ms()).target, now_ms) \
             is ErrorCode.none
 

@@ -93,7 +93,9 @@ def decide_init_producer_id(
             # Epochs run out: continue under a new producer id (Kafka's prepareProducerIdRotation).
             target = transition(meta, TxnEvent.INIT_PRODUCER_ID, producer_id=new_producer_id(),
                                  previous_producer_id=meta.producer_id, producer_epoch=0,
-                                 last_producer_epoch=NO_PRODUCER_EPOCH, timeout_ms=timeout_ms,
+                                 # recordLastEpoch: a retry of this rotation must be recognised
+                                 last_producer_epoch=meta.producer_epoch if has_expected else NO_PRODUCER_EPOCH,
+                                 timeout_ms=timeout_ms,
                                  partitions=frozenset(), start_ms=-1, last_update_ms=now_ms)
             return Transition(target)
         bumped = meta.producer_epoch + 1
@@ -115,10 +117,15 @@ def decide_init_producer_id(
     raise AssertionError(f"transactional id {transactional_id} found in state {state.name}")
 
 
-def fence_and_abort(meta: TxnMetadata, now_ms: int, reply_error: ErrorCode = ErrorCode.none) -> Transition:
-    """ONGOING -> PREPARE_EPOCH_FENCE -> PREPARE_ABORT with epoch + 1 (the fence is not persisted)."""
+def fence_and_abort(meta: TxnMetadata, now_ms: int, reply_error: ErrorCode = ErrorCode.none, *,
+                    keep_last_epoch: bool = False) -> Transition:
+    """ONGOING -> PREPARE_EPOCH_FENCE -> PREPARE_ABORT with epoch + 1 (the fence is not persisted).
+
+    A new instance fencing the old one forgets the old epoch, so the zombie stays fenced. A
+    timeout remembers it (KIP-588): the producer that timed out may recover with
+    InitProducerId(pid, old epoch) and is handed the bumped epoch, as Kafka 4.x does."""
     fenced = transition(meta, TxnEvent.FENCE, producer_epoch=meta.producer_epoch + 1,
-                        last_producer_epoch=NO_PRODUCER_EPOCH)
+                        last_producer_epoch=meta.producer_epoch if keep_last_epoch else NO_PRODUCER_EPOCH)
     target = transition(fenced, TxnEvent.ABORT_FENCED, last_update_ms=now_ms)
     return Transition(target, reply_error=reply_error, write_markers=True)
 
@@ -171,7 +178,7 @@ def decide_complete(meta: TxnMetadata, now_ms: int) -> Transition:
 def decide_timeout(meta: TxnMetadata, now_ms: int) -> Transition | None:
     """An ONGOING transaction older than its timeout is aborted under a bumped epoch."""
     if meta.state is TxnState.ONGOING and meta.start_ms + meta.timeout_ms < now_ms:
-        return fence_and_abort(meta, now_ms)
+        return fence_and_abort(meta, now_ms, keep_last_epoch=True)
     return None
 
 

@@ -90,7 +90,8 @@ class _Reader:
     def skip_tags(self) -> None:
         for _ in range(self.uvarint()):
             self.uvarint()
-            self.pos += self.uvarint()
+            size = self.uvarint()  # read first: `self.pos += self.uvarint()` loses the varint's own bytes
+            self.pos += size
 
 
 def decode_key(data: bytes) -> str | None:

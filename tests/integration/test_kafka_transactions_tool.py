@@ -1,0 +1,95 @@
+"""Kafka's own kafka-transactions.sh (TransactionsCommand, KIP-664) against the broker.
+
+list and describe read the coordinator (ListTransactions, DescribeTransactions),
+describe-producers reads a partition's producer state (DescribeProducers), find-hanging
+cross-checks the two, and abort ends a transaction with WriteTxnMarkers sent by the admin client.
+Runs against minikafka and, in the conformance run, against Apache Kafka.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from clients import create_topic
+
+pytestmark = [pytest.mark.integration, pytest.mark.kafka_reference]
+
+TOOL = "org.apache.kafka.tools.TransactionsCommand"
+
+
+@pytest.fixture(scope="module")
+def kafka_ref_tools():
+    import kafka_ref
+
+    if shutil.which("java") is None:
+        pytest.skip("kafka-transactions.sh needs Java 17+ (`java` not on PATH)")
+    if shutil.which(os.environ.get("MVN", "mvn")) is None and not kafka_ref.kafka_jars_available():
+        pytest.skip("kafka-transactions.sh needs Maven (`mvn`) to fetch the Kafka jars")
+    kafka_ref.ensure_kafka_jars()
+    return kafka_ref
+
+
+def _rows(stdout: str) -> list[dict[str, str]]:
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    if not lines:
+        return []
+    header = [h.strip() for h in lines[0].split("\t") if h.strip()]
+    return [dict(zip(header, [c.strip() for c in line.split("\t")], strict=False)) for line in lines[1:]]
+
+
+def _watermarks(bootstrap: str, tp: TopicPartition) -> tuple[int, int]:
+    out = []
+    for iso in ("read_committed", "read_uncommitted"):
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "probe", "isolation.level": iso})
+        try:
+            out.append(c.get_watermark_offsets(tp, timeout=10, cached=False)[1])
+        finally:
+            c.close()
+    return out[0], out[1]
+
+
+def test_list_describe_and_abort_an_open_transaction(kafka_broker, kafka_ref_tools):
+    suffix = uuid.uuid4().hex[:8]
+    topic, txn_id = f"tool-{suffix}", f"tool-txn-{suffix}"
+    create_topic(kafka_broker.bootstrap, topic, 1)
+    p = Producer({"bootstrap.servers": kafka_broker.bootstrap, "transactional.id": txn_id,
+                  "transaction.timeout.ms": 600000})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic, value=b"left open", partition=0)
+    assert p.flush(30) == 0
+    tp = TopicPartition(topic, 0)
+    lso, hwm = _watermarks(kafka_broker.bootstrap, tp)
+    assert (lso, hwm) == (0, 1)  # the open transaction holds the LSO back
+
+    def tool(*args: str) -> list[dict[str, str]]:
+        proc = kafka_ref_tools.kafka_tool(TOOL, "--bootstrap-server", kafka_broker.bootstrap, *args)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return _rows(proc.stdout)
+
+    listed = {r["TransactionalId"]: r for r in tool("list")}
+    assert listed[txn_id]["TransactionState"] == "Ongoing"
+    described = tool("describe", "--transactional-id", txn_id)
+    assert described[0]["TransactionState"] == "Ongoing"
+    assert described[0]["TopicPartitions"] == f"{topic}-0"
+    producers = tool("describe-producers", "--topic", topic, "--partition", "0")
+    assert [r["CurrentTransactionStartOffset"] for r in producers] == ["0"]
+    assert producers[0]["ProducerId"] == listed[txn_id]["ProducerId"]
+
+    # The coordinator knows this transaction, so it is not hanging.
+    assert tool("find-hanging", "--topic", topic, "--partition", "0", "--max-transaction-timeout", "0") == []
+
+    # An admin abort writes the ABORT marker through WriteTxnMarkers; the LSO catches up.
+    tool("abort", "--topic", topic, "--partition", "0", "--start-offset", "0")
+    deadline = time.monotonic() + 30
+    while _watermarks(kafka_broker.bootstrap, tp) != (2, 2):
+        assert time.monotonic() < deadline, _watermarks(kafka_broker.bootstrap, tp)
+        time.sleep(0.1)
+    producers = tool("describe-producers", "--topic", topic, "--partition", "0")
+    assert [r["CurrentTransactionStartOffset"] for r in producers] == ["None"]
