@@ -3,16 +3,22 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+RUN_STAMP := $(VENV)/.run-stamp
 
 .PHONY: run test unit conformance bench clean
 
-$(STAMP): pyproject.toml
+# `make run` needs only the broker's own dependencies; tests also need the test and spark extras.
+$(RUN_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e .
+	touch $(RUN_STAMP)
+
+$(STAMP): $(RUN_STAMP)
 	$(BIN)/python -m pip install -q -e '.[test,spark]'
 	touch $(STAMP)
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(BIN)/python -m minikafka serve --host 127.0.0.1 --port 9092 --data-dir ./data
 
 test: $(STAMP)
