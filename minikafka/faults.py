@@ -5,6 +5,8 @@
   step of the commit path (test-plan.md C-3). The points are the constants below.
 - `MINIKAFKA_FAIL_TXNLOG_APPEND=<file>`: while that file exists, appends to __transaction_state
   fail (test-plan.md T-INT-14); removing the file heals the broker without a restart.
+- `MINIKAFKA_FAIL_MARKERS=<file>`: while that file exists, transaction markers are not written
+  (the coordinator keeps retrying), so a test can hold transactions in PREPARE_* (C-8).
 
 One FaultInjector is built by broker/app.py and handed to whoever has a point; there is no global.
 """
@@ -38,6 +40,7 @@ class FaultInjector:
                 raise ValueError(f"MINIKAFKA_CRASH_AT names no crash point: {point!r}")
             self._crash_point, self._crash_count = point, int(n or 1)
         self._fail_file = env.get("MINIKAFKA_FAIL_TXNLOG_APPEND") or None
+        self._fail_markers_file = env.get("MINIKAFKA_FAIL_MARKERS") or None
 
     def reach(self, point: str) -> None:
         if point != self._crash_point:
@@ -45,6 +48,9 @@ class FaultInjector:
         self._crash_count -= 1
         if self._crash_count == 0:
             os._exit(137)
+
+    def markers_blocked(self) -> bool:
+        return self._fail_markers_file is not None and os.path.exists(self._fail_markers_file)
 
     def check_txn_log_append(self) -> None:
         if self._fail_file is not None and os.path.exists(self._fail_file):
