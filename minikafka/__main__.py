@@ -20,9 +20,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="set a property, as kafka-server-start's --override (repeatable)")
     s.add_argument("--log-level", default="INFO")
     s.add_argument("--log-json", action="store_true", help="JSON log lines")
-    from minikafka import inspect
-
-    inspect.add_arguments(sub.add_parser("inspect", help="transactions, last stable offsets, aborted ranges"))
+    # inspect and pipeline parse their own arguments (and import their modules) only when used, so
+    # `serve` starts without them.
+    sub.add_parser("inspect", help="transactions, last stable offsets, aborted ranges (minikafka inspect --help)",
+                   add_help=False)
     sub.add_parser("pipeline", help="the Spark order pipeline (minikafka pipeline --help)", add_help=False)
     return p
 
@@ -33,13 +34,15 @@ def main(argv: list[str] | None = None) -> int:
         from minikafka.pipeline.cli import main as pipeline_main
 
         return pipeline_main(argv[1:])
+    if argv[:1] == ["inspect"]:
+        from minikafka import inspect
+
+        inspect_parser = argparse.ArgumentParser(prog="minikafka inspect", description=inspect.__doc__)
+        inspect.add_arguments(inspect_parser)
+        return inspect.run(inspect_parser.parse_args(argv[1:]))
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)
-    if args.command == "inspect":
-        from minikafka import inspect
-
-        return inspect.run(args)
     return 2  # pragma: no cover
 
 
@@ -56,6 +59,10 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"minikafka: configuration error: {exc}", file=sys.stderr)
         return 2
+
+    # The broker never needs hypothesis, but kio's phantom types import its strategies whenever it
+    # is installed (a test environment): 0.1 s of start-up for nothing.
+    sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
 
     import uvloop
 

@@ -1,121 +1,144 @@
 """The one kio shape per API that handlers use: the highest version we serve.
 
-A unit test checks every alias here against protocol.versions.SUPPORTED, so raising a maximum
-version there without updating the import here fails loudly.
+Loaded lazily (PEP 562): a kio schema module is imported the first time a handler uses one of its
+classes, so the broker starts without importing every API it serves. A unit test checks every
+alias against protocol.versions.SUPPORTED, so raising a maximum version there without updating
+the table here fails loudly.
 """
 
-# ruff: noqa: F401
-from kio.schema.add_offsets_to_txn.v4.response import AddOffsetsToTxnResponse
-from kio.schema.add_partitions_to_txn.v3.response import (
-    AddPartitionsToTxnPartitionResult,
-    AddPartitionsToTxnResponse,
-    AddPartitionsToTxnTopicResult,
-)
-from kio.schema.api_versions.v4.response import ApiVersion, ApiVersionsResponse
-from kio.schema.describe_producers.v0.response import DescribeProducersResponse, ProducerState
-from kio.schema.describe_producers.v0.response import PartitionResponse as DescribeProducersPartitionResponse
-from kio.schema.describe_producers.v0.response import TopicResponse as DescribeProducersTopicResponse
-from kio.schema.describe_transactions.v0.response import DescribeTransactionsResponse
-from kio.schema.describe_transactions.v0.response import TopicData as DescribedTransactionTopic
-from kio.schema.describe_transactions.v0.response import TransactionState as DescribedTransaction
-from kio.schema.end_txn.v4.response import EndTxnResponse
-from kio.schema.list_transactions.v1.response import ListTransactionsResponse
-from kio.schema.list_transactions.v1.response import TransactionState as ListedTransaction
-from kio.schema.txn_offset_commit.v4.response import (
-    TxnOffsetCommitResponse,
-    TxnOffsetCommitResponsePartition,
-    TxnOffsetCommitResponseTopic,
-)
-from kio.schema.write_txn_markers.v1.response import (
-    WritableTxnMarkerPartitionResult,
-    WritableTxnMarkerResult,
-    WritableTxnMarkerTopicResult,
-    WriteTxnMarkersResponse,
-)
-from kio.schema.create_partitions.v3.response import CreatePartitionsResponse, CreatePartitionsTopicResult
-from kio.schema.create_topics.v7.response import CreatableTopicConfigs, CreatableTopicResult, CreateTopicsResponse
-from kio.schema.delete_topics.v6.response import DeletableTopicResult, DeleteTopicsResponse
-from kio.schema.describe_cluster.v1.response import DescribeClusterBroker, DescribeClusterResponse
-from kio.schema.describe_configs.v4.response import (
-    DescribeConfigsResourceResult,
-    DescribeConfigsResponse,
-    DescribeConfigsResult,
-    DescribeConfigsSynonym,
-)
-from kio.schema.fetch.v12.response import AbortedTransaction, FetchableTopicResponse, FetchResponse, PartitionData
-from kio.schema.init_producer_id.v5.response import InitProducerIdResponse
-from kio.schema.list_offsets.v7.response import (
-    ListOffsetsPartitionResponse,
-    ListOffsetsResponse,
-    ListOffsetsTopicResponse,
-)
-from kio.schema.metadata.v12.response import (
-    MetadataResponse,
-    MetadataResponseBroker,
-    MetadataResponsePartition,
-    MetadataResponseTopic,
-)
-from kio.schema.offset_for_leader_epoch.v4.response import (
-    EpochEndOffset,
-    OffsetForLeaderEpochResponse,
-    OffsetForLeaderTopicResult,
-)
-from kio.schema.produce.v11.response import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
-# group coordinator (issue 3)
-from kio.schema.delete_groups.v2.response import DeletableGroupResult, DeleteGroupsResponse
-from kio.schema.describe_groups.v5.response import DescribedGroup, DescribedGroupMember, DescribeGroupsResponse
-from kio.schema.find_coordinator.v4.response import Coordinator, FindCoordinatorResponse
-from kio.schema.heartbeat.v4.response import HeartbeatResponse
-from kio.schema.join_group.v9.response import JoinGroupResponse, JoinGroupResponseMember
-from kio.schema.leave_group.v5.response import LeaveGroupResponse, MemberResponse
-from kio.schema.list_groups.v5.response import ListedGroup, ListGroupsResponse
-from kio.schema.offset_commit.v9.response import (
-    OffsetCommitResponse,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
-)
-from kio.schema.offset_delete.v0.response import (
-    OffsetDeleteResponse,
-    OffsetDeleteResponsePartition,
-    OffsetDeleteResponseTopic,
-)
-from kio.schema.offset_fetch.v7.response import (
-    OffsetFetchResponse,
-    OffsetFetchResponsePartition,
-    OffsetFetchResponseTopic,
-)
-from kio.schema.sync_group.v5.response import SyncGroupResponse
+from __future__ import annotations
 
-CANONICAL = {
-    0: ProduceResponse,
-    1: FetchResponse,
-    2: ListOffsetsResponse,
-    3: MetadataResponse,
-    18: ApiVersionsResponse,
-    22: InitProducerIdResponse,
-    24: AddPartitionsToTxnResponse,
-    25: AddOffsetsToTxnResponse,
-    26: EndTxnResponse,
-    27: WriteTxnMarkersResponse,
-    28: TxnOffsetCommitResponse,
-    61: DescribeProducersResponse,
-    65: DescribeTransactionsResponse,
-    66: ListTransactionsResponse,
-    19: CreateTopicsResponse,
-    20: DeleteTopicsResponse,
-    23: OffsetForLeaderEpochResponse,
-    32: DescribeConfigsResponse,
-    37: CreatePartitionsResponse,
-    60: DescribeClusterResponse,
-    8: OffsetCommitResponse,
-    9: OffsetFetchResponse,
-    10: FindCoordinatorResponse,
-    11: JoinGroupResponse,
-    12: HeartbeatResponse,
-    13: LeaveGroupResponse,
-    14: SyncGroupResponse,
-    15: DescribeGroupsResponse,
-    16: ListGroupsResponse,
-    42: DeleteGroupsResponse,
-    47: OffsetDeleteResponse,
+import importlib
+from typing import Any
+
+# alias -> (kio module, class name)
+_CLASSES: dict[str, tuple[str, str]] = {
+    "AbortedTransaction": ("kio.schema.fetch.v12.response", "AbortedTransaction"),
+    "AddOffsetsToTxnResponse": ("kio.schema.add_offsets_to_txn.v4.response", "AddOffsetsToTxnResponse"),
+    "AddPartitionsToTxnPartitionResult": ("kio.schema.add_partitions_to_txn.v3.response", "AddPartitionsToTxnPartitionResult"),
+    "AddPartitionsToTxnResponse": ("kio.schema.add_partitions_to_txn.v3.response", "AddPartitionsToTxnResponse"),
+    "AddPartitionsToTxnTopicResult": ("kio.schema.add_partitions_to_txn.v3.response", "AddPartitionsToTxnTopicResult"),
+    "ApiVersion": ("kio.schema.api_versions.v4.response", "ApiVersion"),
+    "ApiVersionsResponse": ("kio.schema.api_versions.v4.response", "ApiVersionsResponse"),
+    "Coordinator": ("kio.schema.find_coordinator.v4.response", "Coordinator"),
+    "CreatableTopicConfigs": ("kio.schema.create_topics.v7.response", "CreatableTopicConfigs"),
+    "CreatableTopicResult": ("kio.schema.create_topics.v7.response", "CreatableTopicResult"),
+    "CreatePartitionsResponse": ("kio.schema.create_partitions.v3.response", "CreatePartitionsResponse"),
+    "CreatePartitionsTopicResult": ("kio.schema.create_partitions.v3.response", "CreatePartitionsTopicResult"),
+    "CreateTopicsResponse": ("kio.schema.create_topics.v7.response", "CreateTopicsResponse"),
+    "DeletableGroupResult": ("kio.schema.delete_groups.v2.response", "DeletableGroupResult"),
+    "DeletableTopicResult": ("kio.schema.delete_topics.v6.response", "DeletableTopicResult"),
+    "DeleteGroupsResponse": ("kio.schema.delete_groups.v2.response", "DeleteGroupsResponse"),
+    "DeleteTopicsResponse": ("kio.schema.delete_topics.v6.response", "DeleteTopicsResponse"),
+    "DescribeClusterBroker": ("kio.schema.describe_cluster.v1.response", "DescribeClusterBroker"),
+    "DescribeClusterResponse": ("kio.schema.describe_cluster.v1.response", "DescribeClusterResponse"),
+    "DescribeConfigsResourceResult": ("kio.schema.describe_configs.v4.response", "DescribeConfigsResourceResult"),
+    "DescribeConfigsResponse": ("kio.schema.describe_configs.v4.response", "DescribeConfigsResponse"),
+    "DescribeConfigsResult": ("kio.schema.describe_configs.v4.response", "DescribeConfigsResult"),
+    "DescribeConfigsSynonym": ("kio.schema.describe_configs.v4.response", "DescribeConfigsSynonym"),
+    "DescribeGroupsResponse": ("kio.schema.describe_groups.v5.response", "DescribeGroupsResponse"),
+    "DescribeProducersPartitionResponse": ("kio.schema.describe_producers.v0.response", "PartitionResponse"),
+    "DescribeProducersResponse": ("kio.schema.describe_producers.v0.response", "DescribeProducersResponse"),
+    "DescribeProducersTopicResponse": ("kio.schema.describe_producers.v0.response", "TopicResponse"),
+    "DescribeTransactionsResponse": ("kio.schema.describe_transactions.v0.response", "DescribeTransactionsResponse"),
+    "DescribedGroup": ("kio.schema.describe_groups.v5.response", "DescribedGroup"),
+    "DescribedGroupMember": ("kio.schema.describe_groups.v5.response", "DescribedGroupMember"),
+    "DescribedTransaction": ("kio.schema.describe_transactions.v0.response", "TransactionState"),
+    "DescribedTransactionTopic": ("kio.schema.describe_transactions.v0.response", "TopicData"),
+    "EndTxnResponse": ("kio.schema.end_txn.v4.response", "EndTxnResponse"),
+    "EpochEndOffset": ("kio.schema.offset_for_leader_epoch.v4.response", "EpochEndOffset"),
+    "FetchResponse": ("kio.schema.fetch.v12.response", "FetchResponse"),
+    "FetchableTopicResponse": ("kio.schema.fetch.v12.response", "FetchableTopicResponse"),
+    "FindCoordinatorResponse": ("kio.schema.find_coordinator.v4.response", "FindCoordinatorResponse"),
+    "HeartbeatResponse": ("kio.schema.heartbeat.v4.response", "HeartbeatResponse"),
+    "InitProducerIdResponse": ("kio.schema.init_producer_id.v5.response", "InitProducerIdResponse"),
+    "JoinGroupResponse": ("kio.schema.join_group.v9.response", "JoinGroupResponse"),
+    "JoinGroupResponseMember": ("kio.schema.join_group.v9.response", "JoinGroupResponseMember"),
+    "LeaveGroupResponse": ("kio.schema.leave_group.v5.response", "LeaveGroupResponse"),
+    "ListGroupsResponse": ("kio.schema.list_groups.v5.response", "ListGroupsResponse"),
+    "ListOffsetsPartitionResponse": ("kio.schema.list_offsets.v7.response", "ListOffsetsPartitionResponse"),
+    "ListOffsetsResponse": ("kio.schema.list_offsets.v7.response", "ListOffsetsResponse"),
+    "ListOffsetsTopicResponse": ("kio.schema.list_offsets.v7.response", "ListOffsetsTopicResponse"),
+    "ListTransactionsResponse": ("kio.schema.list_transactions.v1.response", "ListTransactionsResponse"),
+    "ListedGroup": ("kio.schema.list_groups.v5.response", "ListedGroup"),
+    "ListedTransaction": ("kio.schema.list_transactions.v1.response", "TransactionState"),
+    "MemberResponse": ("kio.schema.leave_group.v5.response", "MemberResponse"),
+    "MetadataResponse": ("kio.schema.metadata.v12.response", "MetadataResponse"),
+    "MetadataResponseBroker": ("kio.schema.metadata.v12.response", "MetadataResponseBroker"),
+    "MetadataResponsePartition": ("kio.schema.metadata.v12.response", "MetadataResponsePartition"),
+    "MetadataResponseTopic": ("kio.schema.metadata.v12.response", "MetadataResponseTopic"),
+    "OffsetCommitResponse": ("kio.schema.offset_commit.v9.response", "OffsetCommitResponse"),
+    "OffsetCommitResponsePartition": ("kio.schema.offset_commit.v9.response", "OffsetCommitResponsePartition"),
+    "OffsetCommitResponseTopic": ("kio.schema.offset_commit.v9.response", "OffsetCommitResponseTopic"),
+    "OffsetDeleteResponse": ("kio.schema.offset_delete.v0.response", "OffsetDeleteResponse"),
+    "OffsetDeleteResponsePartition": ("kio.schema.offset_delete.v0.response", "OffsetDeleteResponsePartition"),
+    "OffsetDeleteResponseTopic": ("kio.schema.offset_delete.v0.response", "OffsetDeleteResponseTopic"),
+    "OffsetFetchResponse": ("kio.schema.offset_fetch.v7.response", "OffsetFetchResponse"),
+    "OffsetFetchResponsePartition": ("kio.schema.offset_fetch.v7.response", "OffsetFetchResponsePartition"),
+    "OffsetFetchResponseTopic": ("kio.schema.offset_fetch.v7.response", "OffsetFetchResponseTopic"),
+    "OffsetForLeaderEpochResponse": ("kio.schema.offset_for_leader_epoch.v4.response", "OffsetForLeaderEpochResponse"),
+    "OffsetForLeaderTopicResult": ("kio.schema.offset_for_leader_epoch.v4.response", "OffsetForLeaderTopicResult"),
+    "PartitionData": ("kio.schema.fetch.v12.response", "PartitionData"),
+    "PartitionProduceResponse": ("kio.schema.produce.v11.response", "PartitionProduceResponse"),
+    "ProduceResponse": ("kio.schema.produce.v11.response", "ProduceResponse"),
+    "ProducerState": ("kio.schema.describe_producers.v0.response", "ProducerState"),
+    "SyncGroupResponse": ("kio.schema.sync_group.v5.response", "SyncGroupResponse"),
+    "TopicProduceResponse": ("kio.schema.produce.v11.response", "TopicProduceResponse"),
+    "TxnOffsetCommitResponse": ("kio.schema.txn_offset_commit.v4.response", "TxnOffsetCommitResponse"),
+    "TxnOffsetCommitResponsePartition": ("kio.schema.txn_offset_commit.v4.response", "TxnOffsetCommitResponsePartition"),
+    "TxnOffsetCommitResponseTopic": ("kio.schema.txn_offset_commit.v4.response", "TxnOffsetCommitResponseTopic"),
+    "WritableTxnMarkerPartitionResult": ("kio.schema.write_txn_markers.v1.response", "WritableTxnMarkerPartitionResult"),
+    "WritableTxnMarkerResult": ("kio.schema.write_txn_markers.v1.response", "WritableTxnMarkerResult"),
+    "WritableTxnMarkerTopicResult": ("kio.schema.write_txn_markers.v1.response", "WritableTxnMarkerTopicResult"),
+    "WriteTxnMarkersResponse": ("kio.schema.write_txn_markers.v1.response", "WriteTxnMarkersResponse"),
 }
+
+# api key -> the alias of its canonical response class
+CANONICAL_NAMES: dict[int, str] = {
+    0: "ProduceResponse",
+    1: "FetchResponse",
+    2: "ListOffsetsResponse",
+    3: "MetadataResponse",
+    8: "OffsetCommitResponse",
+    9: "OffsetFetchResponse",
+    10: "FindCoordinatorResponse",
+    11: "JoinGroupResponse",
+    12: "HeartbeatResponse",
+    13: "LeaveGroupResponse",
+    14: "SyncGroupResponse",
+    15: "DescribeGroupsResponse",
+    16: "ListGroupsResponse",
+    18: "ApiVersionsResponse",
+    19: "CreateTopicsResponse",
+    20: "DeleteTopicsResponse",
+    22: "InitProducerIdResponse",
+    23: "OffsetForLeaderEpochResponse",
+    24: "AddPartitionsToTxnResponse",
+    25: "AddOffsetsToTxnResponse",
+    26: "EndTxnResponse",
+    27: "WriteTxnMarkersResponse",
+    28: "TxnOffsetCommitResponse",
+    32: "DescribeConfigsResponse",
+    37: "CreatePartitionsResponse",
+    42: "DeleteGroupsResponse",
+    47: "OffsetDeleteResponse",
+    60: "DescribeClusterResponse",
+    61: "DescribeProducersResponse",
+    65: "DescribeTransactionsResponse",
+    66: "ListTransactionsResponse",
+}
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, cls = _CLASSES[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), cls)
+    globals()[name] = value  # later lookups do not come back here
+    return value
+
+
+def canonical() -> dict[int, Any]:
+    """api key -> canonical response class (imports them all; for tests)."""
+    return {k: __getattr__(v) for k, v in CANONICAL_NAMES.items()}

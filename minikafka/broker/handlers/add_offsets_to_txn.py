@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from minikafka.broker.context import RequestContext
+from minikafka.protocol import messages
 from minikafka.broker.handlers.add_partitions_to_txn import fenced_for_old_clients
 from minikafka.broker.services import BrokerServices
-from minikafka.protocol.messages import AddOffsetsToTxnResponse
 from minikafka.protocol.types import ZERO_MS, TopicPartition
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -23,7 +23,7 @@ class AddOffsetsToTxnHandler:
     api_key: ClassVar[int] = 25
     svc: BrokerServices
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> AddOffsetsToTxnResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.AddOffsetsToTxnResponse:
         assert self.svc.txn is not None and self.svc.groups is not None
         now_ms = self.svc.clock.now_ms()
         self.svc.groups.ensure_offsets_topic(now_ms)
@@ -31,4 +31,4 @@ class AddOffsetsToTxnHandler:
         error = await self.svc.txn.add_partitions(
             req.transactional_id, producer_id=req.producer_id, producer_epoch=req.producer_epoch,
             partitions=frozenset({tp}), now_ms=self.svc.clock.now_ms)
-        return AddOffsetsToTxnResponse(throttle_time=ZERO_MS, error_code=fenced_for_old_clients(error, ctx.api_version))
+        return messages.AddOffsetsToTxnResponse(throttle_time=ZERO_MS, error_code=fenced_for_old_clients(error, ctx.api_version))

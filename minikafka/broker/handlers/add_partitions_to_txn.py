@@ -13,12 +13,8 @@ from typing import Any, ClassVar
 
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
+from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import (
-    AddPartitionsToTxnPartitionResult,
-    AddPartitionsToTxnResponse,
-    AddPartitionsToTxnTopicResult,
-)
 from minikafka.protocol.types import ZERO_MS, TopicPartition
 
 
@@ -33,7 +29,7 @@ class AddPartitionsToTxnHandler:
     api_key: ClassVar[int] = 24
     svc: BrokerServices
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> AddPartitionsToTxnResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.AddPartitionsToTxnResponse:
         wanted = [TopicPartition(t.name, p) for t in req.v3_and_below_topics for p in t.partitions]
         unknown = {tp for tp in wanted if self.svc.logs.get(tp) is None}
         if unknown:
@@ -47,13 +43,13 @@ class AddPartitionsToTxnHandler:
                 now_ms=self.svc.clock.now_ms)
             error = fenced_for_old_clients(error, ctx.api_version)
             errors = {tp: error for tp in wanted}
-        by_topic: dict[str, list[AddPartitionsToTxnPartitionResult]] = {}
+        by_topic: dict[str, list[messages.AddPartitionsToTxnPartitionResult]] = {}
         for tp in wanted:
             by_topic.setdefault(tp.topic, []).append(
-                AddPartitionsToTxnPartitionResult(partition_index=tp.partition, partition_error_code=errors[tp]))
-        return AddPartitionsToTxnResponse(
+                messages.AddPartitionsToTxnPartitionResult(partition_index=tp.partition, partition_error_code=errors[tp]))
+        return messages.AddPartitionsToTxnResponse(
             throttle_time=ZERO_MS,
             results_by_topic_v3_and_below=tuple(
-                AddPartitionsToTxnTopicResult(name=name, results_by_partition=tuple(parts))
+                messages.AddPartitionsToTxnTopicResult(name=name, results_by_partition=tuple(parts))
                 for name, parts in by_topic.items()),
         )

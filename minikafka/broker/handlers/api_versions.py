@@ -7,8 +7,8 @@ from typing import Any, ClassVar
 
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
+from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import ApiVersion, ApiVersionsResponse
 from minikafka.protocol.types import ZERO_MS
 
 
@@ -17,10 +17,10 @@ class ApiVersionsHandler:
     api_key: ClassVar[int] = 18
     svc: BrokerServices
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> ApiVersionsResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.ApiVersionsResponse:
         keys = tuple(
-            ApiVersion(api_key=k, min_version=r.min, max_version=r.max)
+            messages.ApiVersion(api_key=k, min_version=r.min, max_version=r.max)
             for k, r in sorted(self.svc.served.items())
         )
         # No finalized features: transaction.version stays unadvertised (protocol.md P-8).
-        return ApiVersionsResponse(error_code=ErrorCode.none, api_keys=keys, throttle_time=ZERO_MS)
+        return messages.ApiVersionsResponse(error_code=ErrorCode.none, api_keys=keys, throttle_time=ZERO_MS)

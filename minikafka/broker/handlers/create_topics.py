@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 from minikafka.broker.context import RequestContext
 from minikafka.broker.handlers.describe_configs import topic_config_entries
 from minikafka.broker.services import BrokerServices
+from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import CreatableTopicConfigs, CreatableTopicResult, CreateTopicsResponse
 from minikafka.protocol.types import ZERO_MS
 from minikafka.storage.log_manager import TopicError
 
@@ -25,7 +25,7 @@ class CreateTopicsHandler:
     api_key: ClassVar[int] = 19
     svc: BrokerServices
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> CreateTopicsResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.CreateTopicsResponse:
         seen: dict[str, int] = {}
         for t in req.topics:
             seen[t.name] = seen.get(t.name, 0) + 1
@@ -36,9 +36,9 @@ class CreateTopicsHandler:
                                     f"Create topics request from client contains multiple entries for {t.name}"))
                 continue
             results.append(self._create(t, req.validate_only))
-        return CreateTopicsResponse(throttle_time=ZERO_MS, topics=tuple(results))
+        return messages.CreateTopicsResponse(throttle_time=ZERO_MS, topics=tuple(results))
 
-    def _create(self, t: Any, validate_only: bool) -> CreatableTopicResult:
+    def _create(self, t: Any, validate_only: bool) -> messages.CreatableTopicResult:
         cfg = self.svc.config
         if t.assignments:
             partitions = len(t.assignments)
@@ -63,15 +63,15 @@ class CreateTopicsHandler:
         if not validate_only:
             self.svc.watch_new_partitions(t.name)
         configs = tuple(
-            CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only,
+            messages.CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only,
                                   config_source=e.config_source, is_sensitive=False)
             for e in topic_config_entries(self.svc, t.name, overrides=info.configs)
         )
-        return CreatableTopicResult(name=t.name, topic_id=info.topic_id, error_code=ErrorCode.none,
+        return messages.CreatableTopicResult(name=t.name, topic_id=info.topic_id, error_code=ErrorCode.none,
                                     error_message=None, num_partitions=partitions,
                                     replication_factor=replication, configs=configs)
 
 
-def _err(name: str, code: ErrorCode, message: str) -> CreatableTopicResult:
-    return CreatableTopicResult(name=name, topic_id=ZERO_UUID, error_code=code, error_message=message,
+def _err(name: str, code: ErrorCode, message: str) -> messages.CreatableTopicResult:
+    return messages.CreatableTopicResult(name=name, topic_id=ZERO_UUID, error_code=code, error_message=message,
                                 configs=None)

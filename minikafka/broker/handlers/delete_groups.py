@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from minikafka.broker.context import RequestContext
+from minikafka.protocol import messages
 from minikafka.broker.services import BrokerServices
 from minikafka.coordinator.group.coordinator import GroupCoordinator
-from minikafka.protocol.messages import DeletableGroupResult, DeleteGroupsResponse
 from minikafka.protocol.types import ZERO_MS
 
 
@@ -22,7 +22,7 @@ class DeleteGroupsHandler:
     svc: BrokerServices
     groups: GroupCoordinator
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> DeleteGroupsResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.DeleteGroupsResponse:
         results = await self.groups.delete_groups(list(dict.fromkeys(req.groups_names)), self.svc.clock.now_ms())
-        return DeleteGroupsResponse(throttle_time=ZERO_MS, results=tuple(
-            DeletableGroupResult(group_id=gid, error_code=code) for gid, code in results.items()))
+        return messages.DeleteGroupsResponse(throttle_time=ZERO_MS, results=tuple(
+            messages.DeletableGroupResult(group_id=gid, error_code=code) for gid, code in results.items()))

@@ -8,8 +8,8 @@ from typing import Any, ClassVar
 
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
+from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import DeletableTopicResult, DeleteTopicsResponse
 from minikafka.protocol.types import ZERO_MS
 from minikafka.storage.log_manager import TopicError
 
@@ -21,27 +21,27 @@ class DeleteTopicsHandler:
     api_key: ClassVar[int] = 20
     svc: BrokerServices
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> DeleteTopicsResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.DeleteTopicsResponse:
         # Requests below v6 name topics in topic_names; versions.upgrade moved them to `topics`.
         results = [self._delete(entry.name, entry.topic_id) for entry in req.topics]
-        return DeleteTopicsResponse(throttle_time=ZERO_MS, responses=tuple(results))
+        return messages.DeleteTopicsResponse(throttle_time=ZERO_MS, responses=tuple(results))
 
-    def _delete(self, name: str | None, topic_id: uuid.UUID | None) -> DeletableTopicResult:
+    def _delete(self, name: str | None, topic_id: uuid.UUID | None) -> messages.DeletableTopicResult:
         logs = self.svc.logs
         if name is None and topic_id not in (None, ZERO_UUID):
             info = logs.topic_by_id(topic_id)  # type: ignore[arg-type]
             if info is None:
-                return DeletableTopicResult(name=None, topic_id=topic_id, error_code=ErrorCode.unknown_topic_id,
+                return messages.DeletableTopicResult(name=None, topic_id=topic_id, error_code=ErrorCode.unknown_topic_id,
                                             error_message="The topic id does not exist.")
             name = info.name
         assert name is not None
         info = logs.topics.get(name)
         if info is not None and info.internal:
-            return DeletableTopicResult(name=name, topic_id=info.topic_id, error_code=ErrorCode.invalid_topic_exception,
+            return messages.DeletableTopicResult(name=name, topic_id=info.topic_id, error_code=ErrorCode.invalid_topic_exception,
                                         error_message=f"Cannot delete internal topic {name}")
         try:
             deleted = logs.delete_topic(name)
         except TopicError as exc:
-            return DeletableTopicResult(name=name, topic_id=ZERO_UUID, error_code=exc.error_code,
+            return messages.DeletableTopicResult(name=name, topic_id=ZERO_UUID, error_code=exc.error_code,
                                         error_message=str(exc))
-        return DeletableTopicResult(name=name, topic_id=deleted.topic_id, error_code=ErrorCode.none)
+        return messages.DeletableTopicResult(name=name, topic_id=deleted.topic_id, error_code=ErrorCode.none)

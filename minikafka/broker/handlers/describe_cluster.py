@@ -7,8 +7,8 @@ from typing import Any, ClassVar
 
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
+from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import DescribeClusterBroker, DescribeClusterResponse
 from minikafka.protocol.types import ZERO_MS
 
 
@@ -17,15 +17,15 @@ class DescribeClusterHandler:
     api_key: ClassVar[int] = 60
     svc: BrokerServices
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> DescribeClusterResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.DescribeClusterResponse:
         if req.endpoint_type not in (1,):  # 1 = brokers; controllers (2) are not exposed
-            return DescribeClusterResponse(throttle_time=ZERO_MS, error_code=ErrorCode.unsupported_endpoint_type,
+            return messages.DescribeClusterResponse(throttle_time=ZERO_MS, error_code=ErrorCode.unsupported_endpoint_type,
                                            error_message="Only brokers can be described", cluster_id="",
                                            brokers=())
         cfg = self.svc.config
-        return DescribeClusterResponse(
+        return messages.DescribeClusterResponse(
             throttle_time=ZERO_MS, error_code=ErrorCode.none, cluster_id=self.svc.cluster_id,
             controller_id=self.svc.node_id, endpoint_type=req.endpoint_type,
-            brokers=(DescribeClusterBroker(broker_id=self.svc.node_id, host=cfg.advertised_host,
+            brokers=(messages.DescribeClusterBroker(broker_id=self.svc.node_id, host=cfg.advertised_host,
                                            port=cfg.advertised_port, rack=None),),
         )

@@ -1,6 +1,6 @@
 """DescribeConfigs (API 32): topic configs (overrides and defaults) and the broker's properties.
 
-Sources and types use Kafka's enum values (DescribeConfigsResponse.ConfigSource / ConfigType).
+Sources and types use Kafka's enum values (messages.DescribeConfigsResponse.ConfigSource / ConfigType).
 """
 
 from __future__ import annotations
@@ -12,13 +12,8 @@ from typing import Any, ClassVar, NamedTuple
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.config import PROPS, TOPIC_CONFIGS, topic_defaults
+from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import (
-    DescribeConfigsResourceResult,
-    DescribeConfigsResponse,
-    DescribeConfigsResult,
-    DescribeConfigsSynonym,
-)
 from minikafka.protocol.types import ZERO_MS
 
 RESOURCE_TOPIC = 2
@@ -90,11 +85,11 @@ class DescribeConfigsHandler:
     api_key: ClassVar[int] = 32
     svc: BrokerServices
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> DescribeConfigsResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.DescribeConfigsResponse:
         results = [self._resource(r, req.include_synonyms, req.include_documentation) for r in req.resources]
-        return DescribeConfigsResponse(throttle_time=ZERO_MS, results=tuple(results))
+        return messages.DescribeConfigsResponse(throttle_time=ZERO_MS, results=tuple(results))
 
-    def _resource(self, r: Any, include_synonyms: bool, include_doc: bool) -> DescribeConfigsResult:
+    def _resource(self, r: Any, include_synonyms: bool, include_doc: bool) -> messages.DescribeConfigsResult:
         if r.resource_type == RESOURCE_TOPIC:
             info = self.svc.logs.topics.get(r.resource_name)
             if info is None:
@@ -108,19 +103,19 @@ class DescribeConfigsHandler:
             return _err(r, ErrorCode.invalid_request, f"Unsupported resource type {r.resource_type}")
         keys = set(r.configuration_keys) if r.configuration_keys else None
         configs = tuple(
-            DescribeConfigsResourceResult(
+            messages.DescribeConfigsResourceResult(
                 name=e.name, value=e.value, read_only=e.read_only, config_source=e.config_source,
                 is_sensitive=False, config_type=e.config_type, documentation=None,
-                synonyms=tuple(DescribeConfigsSynonym(name=n, value=v, source=s) for n, v, s in e.synonyms)
+                synonyms=tuple(messages.DescribeConfigsSynonym(name=n, value=v, source=s) for n, v, s in e.synonyms)
                 if include_synonyms else (),
             )
             for e in entries if keys is None or e.name in keys
         )
-        return DescribeConfigsResult(error_code=ErrorCode.none, error_message=None,
+        return messages.DescribeConfigsResult(error_code=ErrorCode.none, error_message=None,
                                      resource_type=r.resource_type, resource_name=r.resource_name,
                                      configs=configs)
 
 
-def _err(r: Any, code: ErrorCode, message: str) -> DescribeConfigsResult:
-    return DescribeConfigsResult(error_code=code, error_message=message, resource_type=r.resource_type,
+def _err(r: Any, code: ErrorCode, message: str) -> messages.DescribeConfigsResult:
+    return messages.DescribeConfigsResult(error_code=code, error_message=message, resource_type=r.resource_type,
                                  resource_name=r.resource_name, configs=())

@@ -13,8 +13,8 @@ from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.coordinator.group.coordinator import GroupCoordinator
 from minikafka.coordinator.group.state import GroupState
+from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import DescribedGroup, DescribedGroupMember, DescribeGroupsResponse
 from minikafka.protocol.types import ZERO_MS
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
@@ -26,26 +26,26 @@ class DescribeGroupsHandler:
     svc: BrokerServices
     groups: GroupCoordinator
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> DescribeGroupsResponse:
-        return DescribeGroupsResponse(throttle_time=ZERO_MS, groups=tuple(self._describe(g) for g in req.groups))
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.DescribeGroupsResponse:
+        return messages.DescribeGroupsResponse(throttle_time=ZERO_MS, groups=tuple(self._describe(g) for g in req.groups))
 
-    def _describe(self, group_id: str) -> DescribedGroup:
+    def _describe(self, group_id: str) -> messages.DescribedGroup:
         if not group_id:
-            return DescribedGroup(error_code=ErrorCode.invalid_group_id, group_id=group_id, group_state="",
+            return messages.DescribedGroup(error_code=ErrorCode.invalid_group_id, group_id=group_id, group_state="",
                                   protocol_type="", protocol_data="", members=())
         g = self.groups.describe_group(group_id)
         if g is None:
-            return DescribedGroup(error_code=ErrorCode.none, group_id=group_id, group_state=GroupState.DEAD.value,
+            return messages.DescribedGroup(error_code=ErrorCode.none, group_id=group_id, group_state=GroupState.DEAD.value,
                                   protocol_type="", protocol_data="", members=(),
                                   authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
         stable = g.state is GroupState.STABLE
         members = tuple(
-            DescribedGroupMember(member_id=m.member_id, group_instance_id=m.group_instance_id,
+            messages.DescribedGroupMember(member_id=m.member_id, group_instance_id=m.group_instance_id,
                                  client_id=m.client_id, client_host=m.client_host,
                                  member_metadata=m.metadata_for(g.protocol_name) if stable else b"",
                                  member_assignment=m.assignment if stable else b"")
             for m in g.members.values())
-        return DescribedGroup(error_code=ErrorCode.none, group_id=group_id, group_state=g.state.value,
+        return messages.DescribedGroup(error_code=ErrorCode.none, group_id=group_id, group_state=g.state.value,
                               protocol_type=g.protocol_type or "",
                               protocol_data=(g.protocol_name or "") if stable else "", members=members,
                               authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)

@@ -9,8 +9,8 @@ from typing import Any, ClassVar
 
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
+from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import DescribeTransactionsResponse, DescribedTransaction, DescribedTransactionTopic
 from minikafka.protocol.types import ZERO_MS
 
 
@@ -23,13 +23,13 @@ class DescribeTransactionsHandler:
     api_key: ClassVar[int] = 65
     svc: BrokerServices
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> DescribeTransactionsResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.DescribeTransactionsResponse:
         assert self.svc.txn is not None
         out = []
         for txn_id in req.transactional_ids:
             meta = self.svc.txn.get(txn_id)
             if meta is None:
-                out.append(DescribedTransaction(error_code=ErrorCode.transactional_id_not_found,
+                out.append(messages.DescribedTransaction(error_code=ErrorCode.transactional_id_not_found,
                                                 transactional_id=txn_id, transaction_state="",
                                                 transaction_timeout=ZERO_MS, transaction_start_time=None,
                                                 producer_id=-1, producer_epoch=-1, topics=()))
@@ -37,11 +37,11 @@ class DescribeTransactionsHandler:
             by_topic: dict[str, list[int]] = defaultdict(list)
             for tp in meta.partitions:
                 by_topic[tp.topic].append(tp.partition)
-            out.append(DescribedTransaction(
+            out.append(messages.DescribedTransaction(
                 error_code=ErrorCode.none, transactional_id=txn_id, transaction_state=meta.state.kafka_name,
                 transaction_timeout=datetime.timedelta(milliseconds=meta.timeout_ms),
                 transaction_start_time=_time(meta.start_ms), producer_id=meta.producer_id,
                 producer_epoch=meta.producer_epoch,
-                topics=tuple(DescribedTransactionTopic(topic=t, partitions=tuple(sorted(ps)))
+                topics=tuple(messages.DescribedTransactionTopic(topic=t, partitions=tuple(sorted(ps)))
                              for t, ps in sorted(by_topic.items()))))
-        return DescribeTransactionsResponse(throttle_time=ZERO_MS, transaction_states=tuple(out))
+        return messages.DescribeTransactionsResponse(throttle_time=ZERO_MS, transaction_states=tuple(out))

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from minikafka.broker.context import RequestContext
+from minikafka.protocol import messages
 from minikafka.broker.handlers.add_partitions_to_txn import fenced_for_old_clients
 from minikafka.broker.services import BrokerServices
-from minikafka.protocol.messages import EndTxnResponse
 from minikafka.protocol.types import ZERO_MS
 
 
@@ -21,9 +21,9 @@ class EndTxnHandler:
     api_key: ClassVar[int] = 26
     svc: BrokerServices
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> EndTxnResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.EndTxnResponse:
         assert self.svc.txn is not None
         error = await self.svc.txn.end_txn(req.transactional_id, producer_id=req.producer_id,
                                            producer_epoch=req.producer_epoch, commit=req.committed,
                                            now_ms=self.svc.clock.now_ms)
-        return EndTxnResponse(throttle_time=ZERO_MS, error_code=fenced_for_old_clients(error, ctx.api_version))
+        return messages.EndTxnResponse(throttle_time=ZERO_MS, error_code=fenced_for_old_clients(error, ctx.api_version))

@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
+from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import AbortedTransaction, FetchableTopicResponse, FetchResponse, PartitionData
 from minikafka.protocol.types import ZERO_MS, IsolationLevel, TopicPartition, ms
 from minikafka.storage.errors import OffsetOutOfRange
 
@@ -25,7 +25,7 @@ class FetchHandler:
     api_key: ClassVar[int] = 1
     svc: BrokerServices
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> FetchResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.FetchResponse:
         response, total = self._read(req)
         max_wait_ms = ms(req.max_wait)
         if total >= req.min_bytes or max_wait_ms <= 0 or _has_error(response):
@@ -48,7 +48,7 @@ class FetchHandler:
             if total >= req.min_bytes or _has_error(response):
                 return response
 
-    def _read(self, req: Any) -> tuple[FetchResponse, int]:
+    def _read(self, req: Any) -> tuple[messages.FetchResponse, int]:
         read_committed = req.isolation_level == IsolationLevel.READ_COMMITTED
         budget = req.max_bytes if req.max_bytes > 0 else 2**31 - 1
         total = 0
@@ -61,12 +61,12 @@ class FetchHandler:
                 total += len(data)
                 budget = max(0, budget - len(data))
                 parts.append(part)
-            topics.append(FetchableTopicResponse(topic=t.topic, partitions=tuple(parts)))
-        return FetchResponse(throttle_time=ZERO_MS, error_code=ErrorCode.none, session_id=0,
+            topics.append(messages.FetchableTopicResponse(topic=t.topic, partitions=tuple(parts)))
+        return messages.FetchResponse(throttle_time=ZERO_MS, error_code=ErrorCode.none, session_id=0,
                              responses=tuple(topics)), total
 
     def _read_partition(self, tp: TopicPartition, p: Any, read_committed: bool, budget: int,
-                        min_one: bool) -> tuple[bytes, PartitionData]:
+                        min_one: bool) -> tuple[bytes, messages.PartitionData]:
         plog = self.svc.logs.get(tp)
         if plog is None:
             return b"", _error(tp.partition, ErrorCode.unknown_topic_or_partition)
@@ -82,9 +82,9 @@ class FetchHandler:
         aborted = None
         if read_committed:
             # The aborted transactions overlapping the returned range, so the client can drop them.
-            aborted = tuple(AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+            aborted = tuple(messages.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
                             for a in plog.collect_aborted(p.fetch_offset, end)) if data else ()
-        return data, PartitionData(
+        return data, messages.PartitionData(
             partition_index=tp.partition,
             error_code=ErrorCode.none,
             high_watermark=hw,
@@ -95,15 +95,15 @@ class FetchHandler:
             records=data,
         )
 
-    def error_response(self, req: Any, code: ErrorCode) -> FetchResponse:
-        return FetchResponse(throttle_time=ZERO_MS, error_code=code, session_id=0, responses=())
+    def error_response(self, req: Any, code: ErrorCode) -> messages.FetchResponse:
+        return messages.FetchResponse(throttle_time=ZERO_MS, error_code=code, session_id=0, responses=())
 
 
-def _error(partition: int, code: ErrorCode, hw: int = -1, lso: int = -1, log_start: int = -1) -> PartitionData:
-    return PartitionData(partition_index=partition, error_code=code, high_watermark=hw,
+def _error(partition: int, code: ErrorCode, hw: int = -1, lso: int = -1, log_start: int = -1) -> messages.PartitionData:
+    return messages.PartitionData(partition_index=partition, error_code=code, high_watermark=hw,
                          last_stable_offset=lso, log_start_offset=log_start,
                          aborted_transactions=None, preferred_read_replica=-1, records=b"")
 
 
-def _has_error(response: FetchResponse) -> bool:
+def _has_error(response: messages.FetchResponse) -> bool:
     return any(p.error_code is not ErrorCode.none for t in response.responses for p in t.partitions)

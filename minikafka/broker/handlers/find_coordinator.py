@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
+from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import Coordinator, FindCoordinatorResponse
 from minikafka.protocol.types import ZERO_MS
 
 KEY_TYPE_GROUP = 0
@@ -31,7 +31,7 @@ class FindCoordinatorHandler:
     # key type -> prepare(now_ms): makes sure the coordinator's internal topic exists
     coordinators: Mapping[int, Callable[[int], None]]
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> FindCoordinatorResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.FindCoordinatorResponse:
         now_ms = self.svc.clock.now_ms()
         prepare = self.coordinators.get(req.key_type)
         if req.key_type not in KNOWN_KEY_TYPES:
@@ -45,9 +45,9 @@ class FindCoordinatorHandler:
         out = []
         for key in req.coordinator_keys:
             if code is ErrorCode.none:
-                out.append(Coordinator(key=key, node_id=self.svc.node_id, host=cfg.advertised_host,
+                out.append(messages.Coordinator(key=key, node_id=self.svc.node_id, host=cfg.advertised_host,
                                        port=cfg.advertised_port, error_code=code, error_message=None))
             else:
-                out.append(Coordinator(key=key, node_id=-1, host="", port=-1, error_code=code,
+                out.append(messages.Coordinator(key=key, node_id=-1, host="", port=-1, error_code=code,
                                        error_message=code.name))
-        return FindCoordinatorResponse(throttle_time=ZERO_MS, coordinators=tuple(out))
+        return messages.FindCoordinatorResponse(throttle_time=ZERO_MS, coordinators=tuple(out))

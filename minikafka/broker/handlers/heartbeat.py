@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.coordinator.group.coordinator import GroupCoordinator
+from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import HeartbeatResponse
 from minikafka.protocol.types import ZERO_MS
 
 
@@ -22,9 +22,9 @@ class HeartbeatHandler:
     svc: BrokerServices
     groups: GroupCoordinator
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> HeartbeatResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.HeartbeatResponse:
         if not req.group_id:
-            return HeartbeatResponse(throttle_time=ZERO_MS, error_code=ErrorCode.invalid_group_id)
+            return messages.HeartbeatResponse(throttle_time=ZERO_MS, error_code=ErrorCode.invalid_group_id)
         code = self.groups.heartbeat(req.group_id, req.member_id, req.group_instance_id, req.generation_id,
                                      self.svc.clock.now_ms())
-        return HeartbeatResponse(throttle_time=ZERO_MS, error_code=code)
+        return messages.HeartbeatResponse(throttle_time=ZERO_MS, error_code=code)

@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 from minikafka.broker.context import RequestContext
 from minikafka.broker.handlers.add_partitions_to_txn import fenced_for_old_clients
 from minikafka.broker.services import BrokerServices
+from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import InitProducerIdResponse
 from minikafka.protocol.types import ZERO_MS, ms
 
 
@@ -26,13 +26,13 @@ class InitProducerIdHandler:
     api_key: ClassVar[int] = 22
     svc: BrokerServices
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> InitProducerIdResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.InitProducerIdResponse:
         if req.transactional_id is None:
-            return InitProducerIdResponse(throttle_time=ZERO_MS, error_code=ErrorCode.none,
+            return messages.InitProducerIdResponse(throttle_time=ZERO_MS, error_code=ErrorCode.none,
                                           producer_id=self.svc.producer_ids.generate(), producer_epoch=0)
         assert self.svc.txn is not None
         error, pid, epoch = await self.svc.txn.init_producer_id(
             req.transactional_id, timeout_ms=ms(req.transaction_timeout), producer_id=req.producer_id,
             producer_epoch=req.producer_epoch, now_ms=self.svc.clock.now_ms)
-        return InitProducerIdResponse(throttle_time=ZERO_MS, error_code=fenced_for_old_clients(error, ctx.api_version, 4),
+        return messages.InitProducerIdResponse(throttle_time=ZERO_MS, error_code=fenced_for_old_clients(error, ctx.api_version, 4),
                                       producer_id=pid, producer_epoch=epoch)

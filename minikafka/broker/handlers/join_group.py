@@ -15,8 +15,8 @@ from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.coordinator.group.coordinator import GroupCoordinator
 from minikafka.coordinator.group.decisions import JoinRequest
+from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import JoinGroupResponse, JoinGroupResponseMember
 from minikafka.protocol.types import ZERO_MS, ms
 
 
@@ -32,7 +32,7 @@ class JoinGroupHandler:
     svc: BrokerServices
     groups: GroupCoordinator
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> JoinGroupResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.JoinGroupResponse:
         if not req.group_id:
             return _error(ErrorCode.invalid_group_id, req.member_id, ctx.api_version)
         session_ms = ms(req.session_timeout)
@@ -47,18 +47,18 @@ class JoinGroupHandler:
         protocol_name = result.protocol_name
         if protocol_name is None and ctx.api_version < 7:
             protocol_name = ""
-        return JoinGroupResponse(
+        return messages.JoinGroupResponse(
             throttle_time=ZERO_MS, error_code=result.error, generation_id=result.generation_id,
             protocol_type=result.protocol_type, protocol_name=protocol_name, leader=result.leader_id,
             skip_assignment=result.skip_assignment, member_id=result.member_id,
-            members=tuple(JoinGroupResponseMember(member_id=m, group_instance_id=i, metadata=meta)
+            members=tuple(messages.JoinGroupResponseMember(member_id=m, group_instance_id=i, metadata=meta)
                           for m, i, meta in result.members))
 
-    def error_response(self, req: Any, code: ErrorCode) -> JoinGroupResponse:
+    def error_response(self, req: Any, code: ErrorCode) -> messages.JoinGroupResponse:
         return _error(code, req.member_id, 9)
 
 
-def _error(code: ErrorCode, member_id: str, version: int) -> JoinGroupResponse:
-    return JoinGroupResponse(throttle_time=ZERO_MS, error_code=code, generation_id=-1, protocol_type=None,
+def _error(code: ErrorCode, member_id: str, version: int) -> messages.JoinGroupResponse:
+    return messages.JoinGroupResponse(throttle_time=ZERO_MS, error_code=code, generation_id=-1, protocol_type=None,
                              protocol_name=None if version >= 7 else "", leader="", skip_assignment=False,
                              member_id=member_id, members=())

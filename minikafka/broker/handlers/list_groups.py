@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.coordinator.group.coordinator import GroupCoordinator
+from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import ListedGroup, ListGroupsResponse
 from minikafka.protocol.types import ZERO_MS
 
 GROUP_TYPE_CLASSIC = "classic"
@@ -24,9 +24,9 @@ class ListGroupsHandler:
     svc: BrokerServices
     groups: GroupCoordinator
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> ListGroupsResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.ListGroupsResponse:
         listed = self.groups.list_groups(req.states_filter, req.types_filter)
-        return ListGroupsResponse(throttle_time=ZERO_MS, error_code=ErrorCode.none, groups=tuple(
-            ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state.value,
+        return messages.ListGroupsResponse(throttle_time=ZERO_MS, error_code=ErrorCode.none, groups=tuple(
+            messages.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state.value,
                         group_type=GROUP_TYPE_CLASSIC)
             for g in listed))

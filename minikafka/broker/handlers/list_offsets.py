@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
+from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import ListOffsetsPartitionResponse, ListOffsetsResponse, ListOffsetsTopicResponse
 from minikafka.protocol.types import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -29,19 +29,19 @@ class ListOffsetsHandler:
     api_key: ClassVar[int] = 2
     svc: BrokerServices
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> ListOffsetsResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.ListOffsetsResponse:
         read_committed = req.isolation_level == IsolationLevel.READ_COMMITTED
         topics = []
         for t in req.topics:
             parts = tuple(self._one(TopicPartition(t.name, p.partition_index), p.timestamp, read_committed)
                           for p in t.partitions)
-            topics.append(ListOffsetsTopicResponse(name=t.name, partitions=parts))
-        return ListOffsetsResponse(throttle_time=ZERO_MS, topics=tuple(topics))
+            topics.append(messages.ListOffsetsTopicResponse(name=t.name, partitions=parts))
+        return messages.ListOffsetsResponse(throttle_time=ZERO_MS, topics=tuple(topics))
 
-    def _one(self, tp: TopicPartition, timestamp: int, read_committed: bool) -> ListOffsetsPartitionResponse:
+    def _one(self, tp: TopicPartition, timestamp: int, read_committed: bool) -> messages.ListOffsetsPartitionResponse:
         plog = self.svc.logs.get(tp)
         if plog is None:
-            return ListOffsetsPartitionResponse(partition_index=tp.partition,
+            return messages.ListOffsetsPartitionResponse(partition_index=tp.partition,
                                                 error_code=ErrorCode.unknown_topic_or_partition)
         fetchable = plog.last_stable_offset if read_committed else plog.high_watermark
         offset, ts = -1, -1
@@ -58,7 +58,7 @@ class ListOffsetsHandler:
             if found is not None and found[0] < fetchable:
                 offset, ts = found
         else:
-            return ListOffsetsPartitionResponse(partition_index=tp.partition,
+            return messages.ListOffsetsPartitionResponse(partition_index=tp.partition,
                                                 error_code=ErrorCode.unsupported_version)
-        return ListOffsetsPartitionResponse(partition_index=tp.partition, error_code=ErrorCode.none,
+        return messages.ListOffsetsPartitionResponse(partition_index=tp.partition, error_code=ErrorCode.none,
                                             timestamp=ts, offset=offset, leader_epoch=0)

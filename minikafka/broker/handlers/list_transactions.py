@@ -8,8 +8,8 @@ from typing import Any, ClassVar
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.coordinator.transaction.state import TxnState
+from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import ListedTransaction, ListTransactionsResponse
 from minikafka.protocol.types import ZERO_MS
 
 STATE_NAMES = {s.kafka_name: s for s in TxnState}
@@ -20,7 +20,7 @@ class ListTransactionsHandler:
     api_key: ClassVar[int] = 66
     svc: BrokerServices
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> ListTransactionsResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.ListTransactionsResponse:
         assert self.svc.txn is not None
         unknown = tuple(s for s in req.state_filters if s not in STATE_NAMES)
         states = {STATE_NAMES[s] for s in req.state_filters if s in STATE_NAMES}
@@ -34,7 +34,7 @@ class ListTransactionsHandler:
                 continue
             if req.duration_filter >= 0 and now - meta.start_ms < req.duration_filter:
                 continue
-            listed.append(ListedTransaction(transactional_id=meta.transactional_id, producer_id=meta.producer_id,
+            listed.append(messages.ListedTransaction(transactional_id=meta.transactional_id, producer_id=meta.producer_id,
                                             transaction_state=meta.state.kafka_name))
-        return ListTransactionsResponse(throttle_time=ZERO_MS, error_code=ErrorCode.none,
+        return messages.ListTransactionsResponse(throttle_time=ZERO_MS, error_code=ErrorCode.none,
                                         unknown_state_filters=unknown, transaction_states=tuple(listed))

@@ -13,13 +13,8 @@ from typing import Any, ClassVar
 
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
+from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import (
-    MetadataResponse,
-    MetadataResponseBroker,
-    MetadataResponsePartition,
-    MetadataResponseTopic,
-)
 from minikafka.protocol.types import ZERO_MS
 from minikafka.storage.log_manager import TopicError, TopicInfo, validate_topic_name
 
@@ -31,9 +26,9 @@ class MetadataHandler:
     api_key: ClassVar[int] = 3
     svc: BrokerServices
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> MetadataResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.MetadataResponse:
         logs = self.svc.logs
-        topics: list[MetadataResponseTopic] = []
+        topics: list[messages.MetadataResponseTopic] = []
         if req.topics is None or (ctx.api_version == 0 and not req.topics):
             topics = [self._topic(info) for info in sorted(logs.topics.values(), key=lambda i: i.name)]
         else:
@@ -61,22 +56,22 @@ class MetadataHandler:
                 else:
                     topics.append(self._topic(info))
         cfg = self.svc.config
-        broker = MetadataResponseBroker(node_id=self.svc.node_id, host=cfg.advertised_host,
+        broker = messages.MetadataResponseBroker(node_id=self.svc.node_id, host=cfg.advertised_host,
                                         port=cfg.advertised_port, rack=None)
-        return MetadataResponse(throttle_time=ZERO_MS, brokers=(broker,), cluster_id=self.svc.cluster_id,
+        return messages.MetadataResponse(throttle_time=ZERO_MS, brokers=(broker,), cluster_id=self.svc.cluster_id,
                                 controller_id=self.svc.node_id, topics=tuple(topics))
 
-    def _topic(self, info: TopicInfo) -> MetadataResponseTopic:
+    def _topic(self, info: TopicInfo) -> messages.MetadataResponseTopic:
         node = self.svc.node_id
         parts = tuple(
-            MetadataResponsePartition(error_code=ErrorCode.none, partition_index=p, leader_id=node,
+            messages.MetadataResponsePartition(error_code=ErrorCode.none, partition_index=p, leader_id=node,
                                       leader_epoch=0, replica_nodes=(node,), isr_nodes=(node,),
                                       offline_replicas=())
             for p in range(info.partitions)
         )
-        return MetadataResponseTopic(error_code=ErrorCode.none, name=info.name, topic_id=info.topic_id,
+        return messages.MetadataResponseTopic(error_code=ErrorCode.none, name=info.name, topic_id=info.topic_id,
                                      is_internal=info.internal, partitions=parts)
 
 
-def _topic_error(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_UUID) -> MetadataResponseTopic:
-    return MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id, partitions=())
+def _topic_error(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_UUID) -> messages.MetadataResponseTopic:
+    return messages.MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id, partitions=())

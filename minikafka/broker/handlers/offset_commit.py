@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.coordinator.group.coordinator import GroupCoordinator, OffsetCommitEntry
+from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import OffsetCommitResponse, OffsetCommitResponsePartition, OffsetCommitResponseTopic
 from minikafka.protocol.types import ZERO_MS, TopicPartition
 
 
@@ -25,7 +25,7 @@ class OffsetCommitHandler:
     svc: BrokerServices
     groups: GroupCoordinator
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> OffsetCommitResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.OffsetCommitResponse:
         codes: dict[TopicPartition, ErrorCode] = {}
         wanted: dict[TopicPartition, OffsetCommitEntry] = {}
         for t in req.topics:
@@ -43,15 +43,15 @@ class OffsetCommitHandler:
             codes.update(await self.groups.commit_offsets(
                 req.group_id, req.member_id, req.group_instance_id, req.generation_id_or_member_epoch,
                 wanted, self.svc.clock.now_ms()))
-        return OffsetCommitResponse(throttle_time=ZERO_MS, topics=tuple(
-            OffsetCommitResponseTopic(name=t.name, partitions=tuple(
-                OffsetCommitResponsePartition(partition_index=p.partition_index,
+        return messages.OffsetCommitResponse(throttle_time=ZERO_MS, topics=tuple(
+            messages.OffsetCommitResponseTopic(name=t.name, partitions=tuple(
+                messages.OffsetCommitResponsePartition(partition_index=p.partition_index,
                                               error_code=codes[TopicPartition(t.name, p.partition_index)])
                 for p in t.partitions))
             for t in req.topics))
 
-    def error_response(self, req: Any, code: ErrorCode) -> OffsetCommitResponse:
-        return OffsetCommitResponse(throttle_time=ZERO_MS, topics=tuple(
-            OffsetCommitResponseTopic(name=t.name, partitions=tuple(
-                OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
+    def error_response(self, req: Any, code: ErrorCode) -> messages.OffsetCommitResponse:
+        return messages.OffsetCommitResponse(throttle_time=ZERO_MS, topics=tuple(
+            messages.OffsetCommitResponseTopic(name=t.name, partitions=tuple(
+                messages.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
                 for p in t.partitions)) for t in req.topics))

@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.coordinator.group.coordinator import GroupCoordinator
+from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import OffsetDeleteResponse, OffsetDeleteResponsePartition, OffsetDeleteResponseTopic
 from minikafka.protocol.types import ZERO_MS, TopicPartition
 
 
@@ -24,9 +24,9 @@ class OffsetDeleteHandler:
     svc: BrokerServices
     groups: GroupCoordinator
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> OffsetDeleteResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.OffsetDeleteResponse:
         if not req.group_id:
-            return OffsetDeleteResponse(error_code=ErrorCode.invalid_group_id, throttle_time=ZERO_MS, topics=())
+            return messages.OffsetDeleteResponse(error_code=ErrorCode.invalid_group_id, throttle_time=ZERO_MS, topics=())
         codes: dict[TopicPartition, ErrorCode] = {}
         known: list[TopicPartition] = []
         for t in req.topics:
@@ -39,11 +39,11 @@ class OffsetDeleteHandler:
                     known.append(tp)
         top, results = await self.groups.delete_offsets(req.group_id, known, self.svc.clock.now_ms())
         if top is not ErrorCode.none:
-            return OffsetDeleteResponse(error_code=top, throttle_time=ZERO_MS, topics=())
+            return messages.OffsetDeleteResponse(error_code=top, throttle_time=ZERO_MS, topics=())
         codes.update(results)
-        return OffsetDeleteResponse(error_code=ErrorCode.none, throttle_time=ZERO_MS, topics=tuple(
-            OffsetDeleteResponseTopic(name=t.name, partitions=tuple(
-                OffsetDeleteResponsePartition(partition_index=p.partition_index,
+        return messages.OffsetDeleteResponse(error_code=ErrorCode.none, throttle_time=ZERO_MS, topics=tuple(
+            messages.OffsetDeleteResponseTopic(name=t.name, partitions=tuple(
+                messages.OffsetDeleteResponsePartition(partition_index=p.partition_index,
                                               error_code=codes[TopicPartition(t.name, p.partition_index)])
                 for p in t.partitions))
             for t in req.topics))

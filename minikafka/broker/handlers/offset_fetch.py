@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.coordinator.group.coordinator import GroupCoordinator
+from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import OffsetFetchResponse, OffsetFetchResponsePartition, OffsetFetchResponseTopic
 from minikafka.protocol.types import ZERO_MS, TopicPartition
 
 
@@ -24,16 +24,16 @@ class OffsetFetchHandler:
     svc: BrokerServices
     groups: GroupCoordinator
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> OffsetFetchResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.OffsetFetchResponse:
         if not req.group_id:
-            return OffsetFetchResponse(throttle_time=ZERO_MS, topics=(), error_code=ErrorCode.invalid_group_id)
+            return messages.OffsetFetchResponse(throttle_time=ZERO_MS, topics=(), error_code=ErrorCode.invalid_group_id)
         wanted = None if req.topics is None else [
             TopicPartition(t.name, p) for t in req.topics for p in t.partition_indexes]
         fetched = self.groups.fetch_offsets(req.group_id, wanted, req.require_stable)
-        by_topic: dict[str, list[OffsetFetchResponsePartition]] = {}
+        by_topic: dict[str, list[messages.OffsetFetchResponsePartition]] = {}
         for f in fetched:
-            by_topic.setdefault(f.tp.topic, []).append(OffsetFetchResponsePartition(
+            by_topic.setdefault(f.tp.topic, []).append(messages.OffsetFetchResponsePartition(
                 partition_index=f.tp.partition, committed_offset=f.offset, committed_leader_epoch=f.leader_epoch,
                 metadata=f.metadata, error_code=f.error))
-        return OffsetFetchResponse(throttle_time=ZERO_MS, error_code=ErrorCode.none, topics=tuple(
-            OffsetFetchResponseTopic(name=name, partitions=tuple(parts)) for name, parts in by_topic.items()))
+        return messages.OffsetFetchResponse(throttle_time=ZERO_MS, error_code=ErrorCode.none, topics=tuple(
+            messages.OffsetFetchResponseTopic(name=name, partitions=tuple(parts)) for name, parts in by_topic.items()))

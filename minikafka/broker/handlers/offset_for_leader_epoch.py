@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
+from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import EpochEndOffset, OffsetForLeaderEpochResponse, OffsetForLeaderTopicResult
 from minikafka.protocol.types import ZERO_MS, TopicPartition
 
 LEADER_EPOCH = 0
@@ -23,20 +23,20 @@ class OffsetForLeaderEpochHandler:
     api_key: ClassVar[int] = 23
     svc: BrokerServices
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> OffsetForLeaderEpochResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.OffsetForLeaderEpochResponse:
         topics = []
         for t in req.topics:
             parts = []
             for p in t.partitions:
                 plog = self.svc.logs.get(TopicPartition(t.topic, p.partition))
                 if plog is None:
-                    parts.append(EpochEndOffset(error_code=ErrorCode.unknown_topic_or_partition, partition=p.partition))
+                    parts.append(messages.EpochEndOffset(error_code=ErrorCode.unknown_topic_or_partition, partition=p.partition))
                 elif p.current_leader_epoch > LEADER_EPOCH:
-                    parts.append(EpochEndOffset(error_code=ErrorCode.unknown_leader_epoch, partition=p.partition))
+                    parts.append(messages.EpochEndOffset(error_code=ErrorCode.unknown_leader_epoch, partition=p.partition))
                 elif p.leader_epoch > LEADER_EPOCH:
-                    parts.append(EpochEndOffset(error_code=ErrorCode.none, partition=p.partition))
+                    parts.append(messages.EpochEndOffset(error_code=ErrorCode.none, partition=p.partition))
                 else:
-                    parts.append(EpochEndOffset(error_code=ErrorCode.none, partition=p.partition,
+                    parts.append(messages.EpochEndOffset(error_code=ErrorCode.none, partition=p.partition,
                                                 leader_epoch=LEADER_EPOCH, end_offset=plog.log_end_offset))
-            topics.append(OffsetForLeaderTopicResult(topic=t.topic, partitions=tuple(parts)))
-        return OffsetForLeaderEpochResponse(throttle_time=ZERO_MS, topics=tuple(topics))
+            topics.append(messages.OffsetForLeaderTopicResult(topic=t.topic, partitions=tuple(parts)))
+        return messages.OffsetForLeaderEpochResponse(throttle_time=ZERO_MS, topics=tuple(topics))

@@ -14,9 +14,9 @@ from typing import Any, ClassVar
 from minikafka import faults
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
+from minikafka.protocol import messages
 from minikafka.protocol.errors import CorruptRecord, ErrorCode, InvalidRecord
 from minikafka.protocol.records import HEADER_SIZE, read_header
-from minikafka.protocol.messages import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
 from minikafka.protocol.types import ZERO_MS, TopicPartition
 from minikafka.storage.errors import StorageError
 
@@ -32,7 +32,7 @@ class ProduceHandler:
     api_key: ClassVar[int] = 0
     svc: BrokerServices
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> ProduceResponse | None:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.ProduceResponse | None:
         now_ms = self.svc.clock.now_ms()
         acks = req.acks
         topics = []
@@ -44,13 +44,13 @@ class ProduceHandler:
                     continue
                 parts.append(self._append(TopicPartition(t.name, p.index), p.records, now_ms,
                                           req.transactional_id))
-            topics.append(TopicProduceResponse(name=t.name, partition_responses=tuple(parts)))
+            topics.append(messages.TopicProduceResponse(name=t.name, partition_responses=tuple(parts)))
         if acks == 0:
             return None
-        return ProduceResponse(responses=tuple(topics), throttle_time=ZERO_MS)
+        return messages.ProduceResponse(responses=tuple(topics), throttle_time=ZERO_MS)
 
     def _append(self, tp: TopicPartition, records: bytes | None, now_ms: int,
-                transactional_id: str | None) -> PartitionProduceResponse:
+                transactional_id: str | None) -> messages.PartitionProduceResponse:
         plog = self.svc.logs.get(tp)
         if plog is None:
             return _partition_error(tp.partition, ErrorCode.unknown_topic_or_partition, -1)
@@ -72,7 +72,7 @@ class ProduceHandler:
             return _partition_error(tp.partition, _error_code_for(exc), plog.log_start_offset, str(exc))
         if transactional_id is not None:
             self.svc.faults.reach(faults.AFTER_TXN_PRODUCE)
-        return PartitionProduceResponse(
+        return messages.PartitionProduceResponse(
             index=tp.partition,
             error_code=ErrorCode.none,
             base_offset=result.base_offset,
@@ -96,10 +96,10 @@ class ProduceHandler:
             return ErrorCode.none
         return self.svc.txn.verify_partition(transactional_id, h.producer_id, h.producer_epoch, tp)
 
-    def error_response(self, req: Any, code: ErrorCode) -> ProduceResponse:
-        return ProduceResponse(
+    def error_response(self, req: Any, code: ErrorCode) -> messages.ProduceResponse:
+        return messages.ProduceResponse(
             responses=tuple(
-                TopicProduceResponse(name=t.name, partition_responses=tuple(
+                messages.TopicProduceResponse(name=t.name, partition_responses=tuple(
                     _partition_error(p.index, code, -1) for p in t.partition_data))
                 for t in req.topic_data
             ),
@@ -108,8 +108,8 @@ class ProduceHandler:
 
 
 def _partition_error(partition: int, code: ErrorCode, log_start_offset: int,
-                     message: str | None = None) -> PartitionProduceResponse:
+                     message: str | None = None) -> messages.PartitionProduceResponse:
     # log_start_offset is filled even on errors: Java producers loop on -1 (protocol.md P-6).
-    return PartitionProduceResponse(index=partition, error_code=code, base_offset=-1,
+    return messages.PartitionProduceResponse(index=partition, error_code=code, base_offset=-1,
                                     log_start_offset=log_start_offset, error_message=message,
                                     record_errors=())

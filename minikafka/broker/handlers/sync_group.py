@@ -13,8 +13,8 @@ from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.coordinator.group.coordinator import GroupCoordinator
 from minikafka.coordinator.group.decisions import SyncRequest
+from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import SyncGroupResponse
 from minikafka.protocol.types import ZERO_MS
 
 
@@ -24,7 +24,7 @@ class SyncGroupHandler:
     svc: BrokerServices
     groups: GroupCoordinator
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> SyncGroupResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.SyncGroupResponse:
         if not req.group_id:
             return _error(ErrorCode.invalid_group_id)
         result = await self.groups.sync_group(SyncRequest(
@@ -33,10 +33,10 @@ class SyncGroupHandler:
             protocol_name=req.protocol_name,
             assignments={a.member_id: a.assignment for a in req.assignments},
         ), self.svc.clock.now_ms())
-        return SyncGroupResponse(throttle_time=ZERO_MS, error_code=result.error,
+        return messages.SyncGroupResponse(throttle_time=ZERO_MS, error_code=result.error,
                                  protocol_type=result.protocol_type, protocol_name=result.protocol_name,
                                  assignment=result.assignment)
 
 
-def _error(code: ErrorCode) -> SyncGroupResponse:
-    return SyncGroupResponse(throttle_time=ZERO_MS, error_code=code, assignment=b"")
+def _error(code: ErrorCode) -> messages.SyncGroupResponse:
+    return messages.SyncGroupResponse(throttle_time=ZERO_MS, error_code=code, assignment=b"")

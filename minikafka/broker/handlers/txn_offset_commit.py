@@ -16,12 +16,8 @@ from minikafka import faults
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.coordinator.group.coordinator import OffsetCommitEntry
+from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import (
-    TxnOffsetCommitResponse,
-    TxnOffsetCommitResponsePartition,
-    TxnOffsetCommitResponseTopic,
-)
 from minikafka.protocol.types import ZERO_MS, TopicPartition
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -32,7 +28,7 @@ class TxnOffsetCommitHandler:
     api_key: ClassVar[int] = 28
     svc: BrokerServices
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> TxnOffsetCommitResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.TxnOffsetCommitResponse:
         groups, txn = self.svc.groups, self.svc.txn
         assert groups is not None and txn is not None
         codes: dict[TopicPartition, ErrorCode] = {}
@@ -56,9 +52,9 @@ class TxnOffsetCommitHandler:
                 member_id=req.member_id, group_instance_id=req.group_instance_id, generation_id=req.generation_id,
                 offsets=wanted, now_ms=self.svc.clock.now_ms()))
             self.svc.faults.reach(faults.AFTER_TXN_OFFSET_COMMIT)
-        return TxnOffsetCommitResponse(throttle_time=ZERO_MS, topics=tuple(
-            TxnOffsetCommitResponseTopic(name=t.name, partitions=tuple(
-                TxnOffsetCommitResponsePartition(partition_index=p.partition_index,
+        return messages.TxnOffsetCommitResponse(throttle_time=ZERO_MS, topics=tuple(
+            messages.TxnOffsetCommitResponseTopic(name=t.name, partitions=tuple(
+                messages.TxnOffsetCommitResponsePartition(partition_index=p.partition_index,
                                                  error_code=codes[TopicPartition(t.name, p.partition_index)])
                 for p in t.partitions))
             for t in req.topics))

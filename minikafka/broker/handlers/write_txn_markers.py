@@ -14,13 +14,8 @@ import structlog
 
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
+from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import (
-    WritableTxnMarkerPartitionResult,
-    WritableTxnMarkerResult,
-    WritableTxnMarkerTopicResult,
-    WriteTxnMarkersResponse,
-)
 from minikafka.protocol.types import TopicPartition
 from minikafka.storage.errors import StorageError
 
@@ -63,19 +58,19 @@ class WriteTxnMarkersHandler:
     api_key: ClassVar[int] = 27
     svc: BrokerServices
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> WriteTxnMarkersResponse:
+    async def __call__(self, ctx: RequestContext, req: Any) -> messages.WriteTxnMarkersResponse:
         results = []
         for m in req.markers:
             topics = []
             for t in m.topics:
                 parts = tuple(
-                    WritableTxnMarkerPartitionResult(
+                    messages.WritableTxnMarkerPartitionResult(
                         partition_index=p,
                         error_code=write_marker(self.svc, TopicPartition(t.name, p), producer_id=m.producer_id,
                                                 producer_epoch=m.producer_epoch, commit=m.transaction_result,
                                                 coordinator_epoch=m.coordinator_epoch))
                     for p in t.partition_indexes
                 )
-                topics.append(WritableTxnMarkerTopicResult(name=t.name, partitions=parts))
-            results.append(WritableTxnMarkerResult(producer_id=m.producer_id, topics=tuple(topics)))
-        return WriteTxnMarkersResponse(markers=tuple(results))
+                topics.append(messages.WritableTxnMarkerTopicResult(name=t.name, partitions=parts))
+            results.append(messages.WritableTxnMarkerResult(producer_id=m.producer_id, topics=tuple(topics)))
+        return messages.WriteTxnMarkersResponse(markers=tuple(results))
