@@ -72,6 +72,8 @@ class InMemoryRecordLog(_Changes):
     def __init__(self, partition_count: int = 50) -> None:
         super().__init__()
         self._partition_count = partition_count
+        self.compaction_wanted = False
+        self.compactions: list[int] = []
         self._partitions: dict[int, list[LogRecord]] = {p: [] for p in range(partition_count)}
         self._holds: deque[AppendHold] = deque()
         self.created_at_ms: int | None = None
@@ -93,7 +95,8 @@ class InMemoryRecordLog(_Changes):
         self._holds.append(hold)
         return hold
 
-    async def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], now_ms: int) -> int:
+    async def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], now_ms: int, *,
+                     producer_id: int = -1, producer_epoch: int = -1) -> int:
         if not 0 <= partition < self._partition_count:
             raise ValueError(f"partition {partition} out of range 0..{self._partition_count - 1}")
         records = tuple(records)
@@ -109,10 +112,21 @@ class InMemoryRecordLog(_Changes):
         log = self._partitions[partition]
         base = len(log)
         for i, (key, value) in enumerate(records):
-            log.append(LogRecord(partition=partition, offset=base + i, key=key, value=value))
+            log.append(LogRecord(partition=partition, offset=base + i, key=key, value=value,
+                                 producer_id=producer_id, transactional=producer_id >= 0))
         self.appends.append(Append(partition, records, now_ms, base))
         self._notify()
         return base
+
+    def needs_compaction(self, partition: int) -> bool:
+        return self.compaction_wanted
+
+    async def compact(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], now_ms: int) -> None:
+        """The partition keeps only the rewritten state (no open transactions in the fake)."""
+        self._partitions[partition] = [LogRecord(partition=partition, offset=i, key=k, value=v)
+                                       for i, (k, v) in enumerate(records)]
+        self.compactions.append(partition)
+        self._notify()
 
     def inject(self, record: LogRecord) -> None:
         """Put a record into a partition as it is (e.g. a control record), at the next offset."""

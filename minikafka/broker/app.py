@@ -32,6 +32,8 @@ from minikafka.storage.log_manager import LogManager
 log = structlog.get_logger("minikafka.broker")
 
 OFFSETS_TOPIC = "__consumer_offsets"
+# How often the internal topics are checked for a rolled segment to compact (cheap: a length test).
+COMPACTION_CHECK_MS = 1000
 
 
 class Broker:
@@ -89,6 +91,7 @@ class Broker:
         self._every(int(c["producer.id.expiration.check.interval.ms"]), self._expire_producers)
         self._every(int(c["transaction.abort.timed.out.transaction.cleanup.interval.ms"]), self._abort_timed_out)
         self._every(int(c["transaction.remove.expired.transaction.cleanup.interval.ms"]), self._expire_txn_ids)
+        self._every(COMPACTION_CHECK_MS, self._compact_internal_topics)
         self._every(int(c["log.flush.offset.checkpoint.interval.ms"]), self._checkpoint)
         if c["log.flush.interval.ms"] is not None or c["log.flush.scheduler.interval.ms"] < 2**62:
             self._every(min(int(c["log.flush.scheduler.interval.ms"]), 1000), self._flush)
@@ -141,6 +144,10 @@ class Broker:
 
     async def _expire_txn_ids(self) -> None:
         await self.txn.expire_transactional_ids(self.clock.now_ms)
+
+    async def _compact_internal_topics(self) -> None:
+        await self.groups.compact(self.clock.now_ms())
+        await self.txn.compact(self.clock.now_ms)
 
     def _retention(self) -> None:
         self.logs.delete_retained(self.clock.now_ms())

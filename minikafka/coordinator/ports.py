@@ -37,3 +37,11 @@ class RecordLog(Protocol):
 
     def replay(self) -> Iterator[LogRecord]:
         """Every record of every partition, partition by partition, in offset order."""
+
+    def needs_compaction(self, partition: int) -> bool:
+        """True once the partition's log has rolled past its first segment."""
+
+    async def compact(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], now_ms: int) -> None:
+        """Bound a compacted internal topic: roll, append `records` (the complete live state of the
+        partition, in the topic's record schemas) and drop every segment below them that holds no
+        open transaction. Replaying the partition afterwards gives the same state."""

@@ -457,6 +457,24 @@ class PartitionLog:
             if offset < self.log_start_offset:
                 self._snapshot_path(offset).unlink(missing_ok=True)
 
+    def delete_records_before(self, offset: int) -> int:
+        """Advance the log start offset to `offset` (never past the high watermark) and delete the
+        segments wholly below it (Kafka's DeleteRecords / log start offset increment). Returns the
+        number of segments deleted."""
+        offset = min(offset, self.high_watermark)
+        if offset <= self.log_start_offset:
+            return 0
+        self.log_start_offset = offset
+        doomed = [seg for seg in self.segments[:-1] if seg.next_offset <= offset]
+        for seg in doomed:
+            log.info("segment_deleted", topic=self.tp.topic, partition=self.tp.partition,
+                     base_offset=seg.base_offset, reason="log_start_offset")
+            seg.delete()
+        del self.segments[: len(doomed)]
+        self._bases = [s.base_offset for s in self.segments]
+        self._on_log_start_offset_incremented()
+        return len(doomed)
+
     def truncate_to(self, offset: int) -> None:
         """Remove everything at and after offset (used by recovery of internal state only)."""
         while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:

@@ -377,6 +377,26 @@ class GroupCoordinator:
                 self._apply_offset(group_id, tp, None)
         return ErrorCode.none, results
 
+    async def compact(self, now_ms: int) -> int:
+        """Keep __consumer_offsets bounded: for each partition whose log rolled, write every live
+        group and committed offset of that partition again and drop the older segments (see
+        RecordLog.compact). Pending transactional offsets stay where they are, above the LSO."""
+        compacted = 0
+        for p in range(self._log.partition_count):
+            if not self._log.needs_compaction(p):
+                continue
+            records: list[tuple[bytes, bytes | None]] = []
+            for gid, group in self.groups.items():
+                if self.partition_for(gid) == p and group.state is not GroupState.DEAD:
+                    records.append((offsets_log.group_metadata_key(gid), offsets_log.group_metadata_value(group)))
+            for gid, offsets in self.offsets.items():
+                if self.partition_for(gid) == p:
+                    records.extend((offsets_log.offset_commit_key(gid, tp), offsets_log.offset_commit_value(om))
+                                   for tp, om in offsets.items())
+            await self._log.compact(p, records, now_ms)
+            compacted += 1
+        return compacted
+
     # ------------------------------------------------------------------------------ admin
     def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> list[Group]:
         wanted_states = {s.lower() for s in states}

@@ -183,6 +183,19 @@ class TransactionCoordinator:
                 expired.append(txn_id)
         return expired
 
+    async def compact(self, now_ms: Callable[[], int]) -> int:
+        """Keep __transaction_state bounded: for each partition whose log rolled, write every live
+        transactional id again and drop the older segments (see RecordLog.compact)."""
+        compacted = 0
+        for p in range(self._log.partition_count):
+            if not self._log.needs_compaction(p):
+                continue
+            records = [(txn_log.encode_key(txn_id), txn_log.encode_value(meta))
+                       for txn_id, meta in sorted(self._cache.items()) if self.partition_for(txn_id) == p]
+            await self._log.compact(p, records, now_ms())
+            compacted += 1
+        return compacted
+
     # ------------------------------------------------------------------------------ apply
     async def _persist(self, txn_id: str, target: TxnMetadata, now_ms: Callable[[], int]) -> ErrorCode:
         self._pending.add(txn_id)

@@ -629,3 +629,38 @@ async def test_resume_leaves_other_states_alone(log: InMemoryRecordLog, writer: 
     await c2.close()
     assert (len(log.appends), len(writer.attempts)) == (appended + 1, marked)
     assert states(log, "ongoing")[-1] is S.ONGOING and states(log, "done")[-1] is S.COMPLETE_COMMIT
+
+
+async def test_compaction_keeps_exactly_the_live_state() -> None:
+    """After compact(), replaying the partition alone gives the same cache (state is a replay)."""
+    from fakes import FakeClock, InMemoryRecordLog, RecordingMarkerWriter
+
+    from minikafka.coordinator.transaction.coordinator import TransactionCoordinator
+    from minikafka.protocol.types import TopicPartition
+
+    log = InMemoryRecordLog(partition_count=1)
+    clock = FakeClock()
+    ids = iter(range(100, 200))
+    coord = TransactionCoordinator(log, RecordingMarkerWriter(), new_producer_id=lambda: next(ids),
+                                   max_timeout_ms=60000, expiration_ms=10**9)
+    coord.load()
+    for name in ("a", "b", "c"):
+        for _ in range(3):  # several epochs each: many records for three ids
+            err, pid, epoch = await coord.init_producer_id(name, timeout_ms=1000, producer_id=-1, producer_epoch=-1,
+                                                           now_ms=clock.now_ms)
+            assert err.value == 0
+    err, pid, epoch = await coord.init_producer_id("a", timeout_ms=1000, producer_id=-1, producer_epoch=-1,
+                                                   now_ms=clock.now_ms)
+    await coord.add_partitions("a", producer_id=pid, producer_epoch=epoch,
+                               partitions=frozenset({TopicPartition("t", 0)}), now_ms=clock.now_ms)
+    before = {m.transactional_id: m for m in coord.all()}
+    assert len(list(log.replay())) > 3
+    log.compaction_wanted = True
+    assert await coord.compact(clock.now_ms) == 1
+    assert len(list(log.replay())) == 3
+    reloaded = TransactionCoordinator(log, RecordingMarkerWriter(), new_producer_id=lambda: 0,
+                                      max_timeout_ms=60000, expiration_ms=10**9)
+    reloaded.load()
+    after = {m.transactional_id: m for m in reloaded.all()}
+    strip = lambda m: (m.producer_id, m.producer_epoch, m.state, m.partitions, m.timeout_ms)  # noqa: E731
+    assert {k: strip(v) for k, v in after.items()} == {k: strip(v) for k, v in before.items()}
