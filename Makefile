@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 RUN_STAMP := $(VENV)/.run-stamp
 
-.PHONY: run test unit conformance bench clean
+.PHONY: run test unit soak conformance bench clean
 
 # `make run` needs only the broker's own dependencies; tests also need the test and spark extras.
 $(RUN_STAMP): pyproject.toml
@@ -23,6 +23,10 @@ run: $(RUN_STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# The soak tier of test-plan.md (full exactly-once fault matrices, N = 100k): 45-90 min, not in CI.
+soak: $(STAMP)
+	$(BIN)/python -m pytest -q -m soak -rs --durations=0
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q -m unit
