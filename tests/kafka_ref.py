@@ -107,6 +107,15 @@ def _free_port(exclude: set[int] = frozenset()) -> int:
             return port
 
 
+def free_ports(n: int = 2, exclude: set[int] = frozenset()) -> list[int]:
+    """``n`` distinct free loopback ports, none in ``exclude``: choose ``port``/``controller_port``
+    before ``start()``, e.g. to name them in ``extra_props`` (``advertised.listeners``)."""
+    ports: list[int] = []
+    while len(ports) < n:
+        ports.append(_free_port(set(exclude) | set(ports)))
+    return ports
+
+
 def _port_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -2,7 +2,8 @@
 
 - Through the fault proxy (tests/faultproxy.py): confluent-kafka with enable.idempotence while
   Produce responses are dropped and connections cut right after a request reached the broker.
-  Every retry must end as a duplicate detection, never as a second copy.
+  Every retry must end as a duplicate detection, never as a second copy. The same scenario runs
+  against Apache Kafka (started by the test, advertising the proxy) in `make conformance`.
 - C-1: an idempotent producer in its own process while the broker is SIGKILLed and restarted five
   times; every acked value is in the log exactly once, in produce order per partition.
 - C-7: producer snapshots damaged after a SIGKILL (empty, truncated, corrupted): the broker deletes
@@ -140,12 +141,12 @@ def test_fault_proxy_actions(kafka_broker):
             assert c.request(metadata_v12(), 12).brokers
 
 
-@pytest.mark.timeout(180)
-def test_idempotent_producer_through_dropping_and_cutting_proxy(broker_factory):
-    proxy_port = free_port()
-    broker = broker_factory(overrides={"advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy_port}"})
+def idempotent_producer_through_dropping_and_cutting_proxy(upstream_host: str, upstream_port: int,
+                                                           proxy_port: int) -> None:
+    """The scenario, for any broker that advertises 127.0.0.1:<proxy_port> for its PLAINTEXT listener
+    (so every client connection, bootstrap or not, goes through the proxy to upstream)."""
     topic, partitions, n = "idem-proxy", 3, 5000
-    with FaultProxy(broker.host, broker.port, listen_port=proxy_port) as proxy:
+    with FaultProxy(upstream_host, upstream_port, listen_port=proxy_port) as proxy:
         create_topic(proxy.bootstrap, topic, partitions)
         drop = proxy.drop_response(PRODUCE, every=7, limit=12)
         cut = proxy.close_after_request(every=11, limit=25)
@@ -184,6 +185,44 @@ def test_idempotent_producer_through_dropping_and_cutting_proxy(broker_factory):
     assert_exactly_once_in_order(log, acked)
     for q in range(partitions):
         assert [int(v.split(b":")[1]) for v in log[q]] == list(range(counters[q]))
+
+
+@pytest.mark.timeout(180)
+def test_idempotent_producer_through_dropping_and_cutting_proxy(broker_factory):
+    proxy_port = free_port()
+    broker = broker_factory(overrides={"advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy_port}"})
+    idempotent_producer_through_dropping_and_cutting_proxy(broker.host, broker.port, proxy_port)
+
+
+CONFORMANCE = os.environ.get("MINIKAFKA_TARGET", "").strip().lower() == "kafka"  # as tests/conftest.py
+
+
+@pytest.mark.kafka_reference
+@pytest.mark.skipif(not CONFORMANCE, reason="starts its own Apache Kafka: runs in `make conformance`")
+@pytest.mark.timeout(300)
+def test_idempotent_producer_through_fault_proxy_against_apache_kafka(kafka_broker, tmp_path):
+    """The same scenario against Apache Kafka (issue 4). Kafka is started here, not taken from the
+    session: its PLAINTEXT listener must be advertised at the proxy's port, so that the producer's
+    connections after bootstrap go through the proxy too. (`kafka_broker` is requested only because
+    conformance mode skips tests that do not ask for it; the shared broker is not used.)"""
+    import kafka_ref
+
+    if shutil.which("java") is None:
+        pytest.skip("Apache Kafka needs Java 17+, but `java` is not on PATH")
+    if shutil.which(os.environ.get("MVN", "mvn")) is None and not kafka_ref.kafka_jars_available():
+        pytest.skip("Apache Kafka jars are not cached and Maven (`mvn`) is not on PATH")
+    kafka_ref.ensure_kafka_jars()  # a Maven failure (not its absence) is a test failure, with its log
+    proxy_port = free_port()
+    kafka_port, controller_port = kafka_ref.free_ports(2, exclude={proxy_port})
+    kafka = kafka_ref.ApacheKafka(heap_opts="-Xmx512m")
+    # CONTROLLER stays as in the template (KRaft needs it); only PLAINTEXT points at the proxy.
+    advertised = f"PLAINTEXT://127.0.0.1:{proxy_port},CONTROLLER://127.0.0.1:{controller_port}"
+    kafka.start(tmp_path / "kafka", port=kafka_port, controller_port=controller_port,
+                extra_props={"advertised.listeners": advertised})
+    try:
+        idempotent_producer_through_dropping_and_cutting_proxy("127.0.0.1", kafka.port, proxy_port)
+    finally:
+        kafka.stop()
 
 
 # ------------------------------------------------------------------------------------- C-1
