@@ -22,16 +22,15 @@ from minikafka.broker.server import KafkaServer
 from minikafka.broker.services import BrokerServices
 from minikafka.clock import Clock, SystemClock
 from minikafka.config import BrokerConfig, parse_topic_config, topic_defaults
-from minikafka.faults import FaultInjector
+from minikafka.coordinator.group.offsets_log import TOPIC as OFFSETS_TOPIC
 from minikafka.coordinator.producer_ids import ProducerIdAllocator
 from minikafka.coordinator.transaction.coordinator import TransactionCoordinator
 from minikafka.coordinator.transaction.txn_log import TOPIC as TXN_TOPIC
+from minikafka.faults import FaultInjector
 from minikafka.protocol.types import TopicPartition
 from minikafka.storage.log_manager import LogManager
 
 log = structlog.get_logger("minikafka.broker")
-
-OFFSETS_TOPIC = "__consumer_offsets"
 # How often the internal topics are checked for a rolled segment to compact (cheap: a length test).
 COMPACTION_CHECK_MS = 1000
 

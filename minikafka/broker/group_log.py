@@ -16,9 +16,8 @@ from minikafka.broker.internal_topic import InternalTopicLog
 from minikafka.config import BrokerConfig
 from minikafka.coordinator.group.coordinator import GroupCoordinator
 from minikafka.coordinator.group.decisions import GroupConfig
+from minikafka.coordinator.group.offsets_log import TOPIC as OFFSETS_TOPIC
 from minikafka.storage.log_manager import LogManager
-
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def build_group_coordinator(config: BrokerConfig, logs: LogManager,

@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 
 from minikafka.broker.purgatory import FetchPurgatory
 from minikafka.clock import Clock
+from minikafka.config import BrokerConfig
 from minikafka.coordinator.group.coordinator import GroupCoordinator
 from minikafka.coordinator.ports import RecordLog
 from minikafka.coordinator.producer_ids import ProducerIdAllocator
 from minikafka.coordinator.transaction.coordinator import TransactionCoordinator
-from minikafka.config import BrokerConfig
 from minikafka.faults import NO_FAULTS, FaultInjector
 from minikafka.protocol import versions
 from minikafka.protocol.types import TopicPartition

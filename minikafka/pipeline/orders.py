@@ -20,7 +20,6 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
-
 CENTS = Decimal("0.01")
 
 

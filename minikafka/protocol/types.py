@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import enum
 from typing import NamedTuple
 
@@ -28,11 +29,9 @@ NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 
-import datetime as _dt
-
-ZERO_MS = _dt.timedelta(0)
+ZERO_MS = datetime.timedelta(0)
 
 
-def ms(td: _dt.timedelta) -> int:
+def ms(td: datetime.timedelta) -> int:
     """kio carries durations as timedelta; the broker works in whole milliseconds."""
     return int(td.total_seconds() * 1000)

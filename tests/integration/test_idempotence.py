@@ -17,8 +17,6 @@ from kio.schema.produce.v10.request import PartitionProduceData as PartitionProd
 from kio.schema.produce.v10.request import ProduceRequest as ProduceRequestV10
 from kio.schema.produce.v10.request import TopicProduceData as TopicProduceDataV10
 from kio.static.primitive import i16, i32
-
-from minikafka.protocol.records import build_batch
 from rawclient import (
     RawClient,
     create_topics_v7,
@@ -28,6 +26,8 @@ from rawclient import (
     produce_v9,
     wait_for_topic,
 )
+
+from minikafka.protocol.records import build_batch
 
 pytestmark = pytest.mark.integration
 

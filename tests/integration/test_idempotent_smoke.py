@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from clients import create_topic, produce_all, producer, read_all
 
 pytestmark = pytest.mark.integration

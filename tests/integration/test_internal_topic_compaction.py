@@ -7,9 +7,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-
 from clients import create_topic
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 pytestmark = pytest.mark.integration
 

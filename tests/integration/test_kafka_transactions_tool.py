@@ -14,9 +14,8 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-
 from clients import create_topic
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_reference]
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import time
 
 import pytest
+from clients import admin, consume_n, consumer, create_topic, produce_all, producer, read_all
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import ConfigResource, NewPartitions
-
-from clients import admin, consume_n, consumer, create_topic, produce_all, producer, read_all
 
 pytestmark = pytest.mark.integration
 

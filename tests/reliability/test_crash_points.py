@@ -23,9 +23,9 @@ import uuid
 from pathlib import Path
 
 import pytest
+from clients import consumer, create_topic
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from clients import consumer, create_topic
 from minikafka import faults
 from minikafka.storage.txn_index import TransactionIndex
 

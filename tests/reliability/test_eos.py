@@ -21,9 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
-
 from clients import consumer, create_topic, produce_all, producer
+from confluent_kafka import Consumer, TopicPartition
 
 pytestmark = [pytest.mark.reliability, pytest.mark.integration]
 

@@ -14,7 +14,12 @@ from typing import Any
 
 import pytest
 
-from minikafka.pipeline.spark_session import SparkUnavailable, build_session, check_spark_available, fetch_connector_jars
+from minikafka.pipeline.spark_session import (
+    SparkUnavailable,
+    build_session,
+    check_spark_available,
+    fetch_connector_jars,
+)
 
 # Two cores are shared with other work: keep sessions small.
 SPARK_TEST_MASTER = os.environ.get("SPARK_TEST_MASTER", "local[2]")

@@ -5,41 +5,42 @@ from __future__ import annotations
 from typing import Any
 
 from minikafka.broker.dispatch import Handler
-from minikafka.broker.handlers.api_versions import ApiVersionsHandler
-from minikafka.broker.handlers.create_partitions import CreatePartitionsHandler
-from minikafka.broker.handlers.create_topics import CreateTopicsHandler
-from minikafka.broker.handlers.delete_topics import DeleteTopicsHandler
-from minikafka.broker.handlers.describe_cluster import DescribeClusterHandler
-from minikafka.broker.handlers.describe_configs import DescribeConfigsHandler
-from minikafka.broker.handlers.fetch import FetchHandler
-from minikafka.broker.handlers.init_producer_id import InitProducerIdHandler
-from minikafka.broker.handlers.list_offsets import ListOffsetsHandler
-from minikafka.broker.handlers.metadata import MetadataHandler
-from minikafka.broker.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHandler
-from minikafka.broker.handlers.produce import ProduceHandler
-from minikafka.broker.services import BrokerServices
-# group coordinator APIs (issue 3)
-from minikafka.broker.handlers.delete_groups import DeleteGroupsHandler
-from minikafka.broker.handlers.describe_groups import DescribeGroupsHandler
-from minikafka.broker.handlers.find_coordinator import KEY_TYPE_GROUP, FindCoordinatorHandler
-from minikafka.broker.handlers.heartbeat import HeartbeatHandler
-from minikafka.broker.handlers.join_group import JoinGroupHandler
-from minikafka.broker.handlers.leave_group import LeaveGroupHandler
-from minikafka.broker.handlers.list_groups import ListGroupsHandler
-from minikafka.broker.handlers.offset_commit import OffsetCommitHandler
-from minikafka.broker.handlers.offset_delete import OffsetDeleteHandler
-from minikafka.broker.handlers.offset_fetch import OffsetFetchHandler
-from minikafka.broker.handlers.sync_group import SyncGroupHandler
+
 # transaction coordinator APIs (issue 5)
 from minikafka.broker.handlers.add_offsets_to_txn import AddOffsetsToTxnHandler
 from minikafka.broker.handlers.add_partitions_to_txn import AddPartitionsToTxnHandler
+from minikafka.broker.handlers.api_versions import ApiVersionsHandler
+from minikafka.broker.handlers.create_partitions import CreatePartitionsHandler
+from minikafka.broker.handlers.create_topics import CreateTopicsHandler
+
+# group coordinator APIs (issue 3)
+from minikafka.broker.handlers.delete_groups import DeleteGroupsHandler
+from minikafka.broker.handlers.delete_topics import DeleteTopicsHandler
+from minikafka.broker.handlers.describe_cluster import DescribeClusterHandler
+from minikafka.broker.handlers.describe_configs import DescribeConfigsHandler
+from minikafka.broker.handlers.describe_groups import DescribeGroupsHandler
 from minikafka.broker.handlers.describe_producers import DescribeProducersHandler
 from minikafka.broker.handlers.describe_transactions import DescribeTransactionsHandler
 from minikafka.broker.handlers.end_txn import EndTxnHandler
+from minikafka.broker.handlers.fetch import FetchHandler
+from minikafka.broker.handlers.find_coordinator import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, FindCoordinatorHandler
+from minikafka.broker.handlers.heartbeat import HeartbeatHandler
+from minikafka.broker.handlers.init_producer_id import InitProducerIdHandler
+from minikafka.broker.handlers.join_group import JoinGroupHandler
+from minikafka.broker.handlers.leave_group import LeaveGroupHandler
+from minikafka.broker.handlers.list_groups import ListGroupsHandler
+from minikafka.broker.handlers.list_offsets import ListOffsetsHandler
 from minikafka.broker.handlers.list_transactions import ListTransactionsHandler
-from minikafka.broker.handlers.find_coordinator import KEY_TYPE_TRANSACTION
+from minikafka.broker.handlers.metadata import MetadataHandler
+from minikafka.broker.handlers.offset_commit import OffsetCommitHandler
+from minikafka.broker.handlers.offset_delete import OffsetDeleteHandler
+from minikafka.broker.handlers.offset_fetch import OffsetFetchHandler
+from minikafka.broker.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHandler
+from minikafka.broker.handlers.produce import ProduceHandler
+from minikafka.broker.handlers.sync_group import SyncGroupHandler
 from minikafka.broker.handlers.txn_offset_commit import TxnOffsetCommitHandler
 from minikafka.broker.handlers.write_txn_markers import WriteTxnMarkersHandler
+from minikafka.broker.services import BrokerServices
 
 
 def default_handlers(svc: BrokerServices) -> list[Handler]:

@@ -10,12 +10,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from minikafka.broker.context import RequestContext
-from minikafka.protocol import messages
 from minikafka.broker.handlers.add_partitions_to_txn import fenced_for_old_clients
 from minikafka.broker.services import BrokerServices
+from minikafka.coordinator.group.offsets_log import TOPIC as OFFSETS_TOPIC
+from minikafka.protocol import messages
 from minikafka.protocol.types import ZERO_MS, TopicPartition
-
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 @dataclass(frozen=True, slots=True)

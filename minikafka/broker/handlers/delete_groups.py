@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from minikafka.broker.context import RequestContext
-from minikafka.protocol import messages
 from minikafka.broker.services import BrokerServices
 from minikafka.coordinator.group.coordinator import GroupCoordinator
+from minikafka.protocol import messages
 from minikafka.protocol.types import ZERO_MS
 
 

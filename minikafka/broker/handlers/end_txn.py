@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from minikafka.broker.context import RequestContext
-from minikafka.protocol import messages
 from minikafka.broker.handlers.add_partitions_to_txn import fenced_for_old_clients
 from minikafka.broker.services import BrokerServices
+from minikafka.protocol import messages
 from minikafka.protocol.types import ZERO_MS
 
 

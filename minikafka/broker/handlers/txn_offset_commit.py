@@ -16,11 +16,10 @@ from minikafka import faults
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.coordinator.group.coordinator import OffsetCommitEntry
+from minikafka.coordinator.group.offsets_log import TOPIC as OFFSETS_TOPIC
 from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import ZERO_MS, TopicPartition
-
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,9 @@ _I = struct.Struct(">i")
 _Q = struct.Struct(">q")
 
 
+TOPIC = "__consumer_offsets"
+
+
 class CorruptOffsetsRecord(Exception):
     """A `__consumer_offsets` record that does not parse under Kafka's schemas."""
 
