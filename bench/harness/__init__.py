@@ -1,0 +1,1 @@
+"""Benchmark harness: `python -m bench.harness --help`; see bench/README.md."""

@@ -1,0 +1,64 @@
+"""Sizes of a benchmark run. `full` is what `make bench` runs (about 20-30 min on 2 cores)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PROFILES: dict[str, dict[str, Any]] = {
+    # what `make bench` runs
+    "full": {
+        "reps": 3,
+        "record_size": 1024,
+        "warmup_records": 1_000_000,    # JVM JIT (~1 M records, plan rule 3) + internal topics
+        "p2_records": 500_000,          # P2 per topic (p1, p6)
+        "p2_topics": ["p1", "p6"],
+        "p3_records": 500_000,
+        "p4_records": 200_000,          # commit every 100 records or 100 ms
+        "c2_records": 200_000,          # C2 prefill, 10 % of transactions aborted
+        "e1_rates": [1000, 5000],       # msg/s, open loop
+        "e1_seconds": 20,
+        "e1_warmup_s": 5,
+        "startup_reps": 5,              # O1 (all brokers), then O2 idle RSS on the last start
+        "idle_s": 60,                   # O2: RSS this long after ready
+        "recovery_bytes": 1_000_000_000,  # O3: ~1 GB in the active segment
+        "recovery_reps": 3,
+    },
+    # harness validation on a busy machine: minutes, not numbers to quote
+    "quick": {
+        "reps": 1,
+        "record_size": 1024,
+        "warmup_records": 20_000,
+        "p2_records": 20_000,
+        "p2_topics": ["p1", "p6"],
+        "p3_records": 20_000,
+        "p4_records": 20_000,
+        "c2_records": 20_000,
+        "e1_rates": [1000],
+        "e1_seconds": 5,
+        "e1_warmup_s": 1,
+        "startup_reps": 2,
+        "idle_s": 5,
+        "recovery_bytes": 50_000_000,
+        "recovery_reps": 1,
+    },
+    # the pytest smoke test: seconds
+    "smoke": {
+        "reps": 1,
+        "record_size": 1024,
+        "warmup_records": 500,
+        "p2_records": 2000,
+        "p2_topics": ["p1"],
+        "p3_records": 2000,
+        "p4_records": 1000,
+        "c2_records": 1000,
+        "e1_rates": [500],
+        "e1_seconds": 1,
+        "e1_warmup_s": 0.2,
+        "startup_reps": 1,
+        "idle_s": 0.5,
+        "recovery_bytes": 2_000_000,
+        "recovery_reps": 1,
+    },
+}
+
+SCENARIOS = ("P2", "P3", "P4", "C1", "C2", "E1", "O1", "O2", "O3")

@@ -1,0 +1,386 @@
+"""Runs the benchmark matrix against each broker and stores every sample in results.json."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+from . import machine, procstat
+from .brokers import BROKERS, Broker, BrokerError, tansu_unavailable_reason
+
+WORKLOADS = Path(__file__).resolve().parent / "workloads.py"
+CLIENT_CPU = "0"  # with --pin: clients on CPU 0, broker on CPU 1
+BROKER_CPU = "1"
+
+
+def log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------------------------------
+# clients
+
+
+class ClientError(RuntimeError):
+    pass
+
+
+def run_client(role: str, args: dict[str, Any], *, broker: Broker | None = None, timeout: float = 600,
+               pin: bool = False, on_line: Callable[[str], None] | None = None,
+               stderr_path: Path | None = None) -> dict[str, Any]:
+    """One client process; broker CPU seconds are sampled at its MARK start / MARK end lines."""
+    cmd = [sys.executable, "-u", str(WORKLOADS), role, json.dumps(args)]
+    if pin and shutil.which("taskset"):
+        cmd = ["taskset", "-c", CLIENT_CPU, *cmd]
+    err = open(stderr_path, "ab") if stderr_path else subprocess.DEVNULL  # noqa: SIM115
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True)
+    timer = threading.Timer(timeout, proc.kill)
+    timer.start()
+    marks: dict[str, float] = {}
+    last = ""
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            line = line.strip()
+            if line.startswith("MARK ") and broker is not None and broker.running:
+                marks[line[5:]] = broker.cpu_seconds()
+            elif on_line is not None and line == "READY":
+                on_line(line)
+            elif line:
+                last = line
+        rc = proc.wait(30)
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        if stderr_path:
+            err.close()  # type: ignore[union-attr]
+    if rc != 0 or not last.startswith("{"):
+        raise ClientError(f"{role} exited {rc} (timeout {timeout}s?); last line: {last[:300]}")
+    res = json.loads(last)
+    if "start" in marks and "end" in marks:
+        res["broker_cpu_s"] = marks["end"] - marks["start"]
+        if res.get("bytes"):
+            res["broker_cpu_s_per_gb"] = res["broker_cpu_s"] / (res["bytes"] / 1e9)
+        if res.get("seconds"):
+            res["broker_cpu_pct"] = 100.0 * res["broker_cpu_s"] / res["seconds"]
+    return res
+
+
+def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 60) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    futs = admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()], operation_timeout=timeout)
+    for t, f in futs.items():
+        f.result(timeout)
+    # wait until metadata shows every partition with a leader
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        md = admin.list_topics(timeout=10)
+        if all(t in md.topics and len(md.topics[t].partitions) == n
+               and all(p.leader >= 0 for p in md.topics[t].partitions.values()) for t, n in topics.items()):
+            return
+        time.sleep(0.1)
+    raise BrokerError(f"topics {sorted(topics)} not ready")
+
+
+# --------------------------------------------------------------------------------------------------
+# the run
+
+
+class Run:
+    def __init__(self, profile_name: str, profile: dict[str, Any], brokers: list[str], scenarios: list[str],
+                 out_dir: Path, pin: bool = False, seed: int = 42, workdir: Path | None = None) -> None:
+        self.profile_name, self.p = profile_name, profile
+        self.scenarios = set(scenarios)
+        self.out_dir = out_dir
+        self.pin = pin
+        self.seed = seed
+        self.samples: list[dict[str, Any]] = []
+        self.skipped: dict[str, str] = {}
+        self.broker_info: dict[str, Any] = {}
+        self.brokers = []
+        for b in brokers:
+            if b == "tansu":
+                why = tansu_unavailable_reason()
+                if why:
+                    self.skipped["tansu"] = why
+                    log(f"tansu skipped: {why}")
+                    continue
+            if b == "kafka":
+                try:
+                    BROKERS["kafka"].ensure_jars()  # type: ignore[attr-defined]
+                except Exception as exc:  # noqa: BLE001
+                    self.skipped["kafka"] = str(exc)
+                    log(f"kafka skipped: {exc}")
+                    continue
+            self.brokers.append(b)
+        self._tmp = Path(tempfile.mkdtemp(prefix="minikafka-bench-", dir=workdir))
+        self.started = time.time()
+        self.meta: dict[str, Any] = {}
+
+    # -- helpers -------------------------------------------------------------------------------
+    def new_broker(self, name: str, tag: str) -> Broker:
+        wd = self._tmp / f"{name}-{tag}"
+        if wd.exists():
+            shutil.rmtree(wd)
+        return BROKERS[name](wd, pin=BROKER_CPU if self.pin else None)
+
+    def order(self, rep: int) -> list[str]:
+        k = rep % max(1, len(self.brokers))
+        return self.brokers[k:] + self.brokers[:k]
+
+    def add(self, broker: str, rep: int, scenario: str, point: str, metrics: dict[str, Any]) -> None:
+        self.samples.append({"broker": broker, "rep": rep, "scenario": scenario, "point": point, **metrics})
+
+    def client(self, role: str, args: dict[str, Any], broker: Broker | None = None, timeout: float = 600,
+               **kw: Any) -> dict[str, Any]:
+        return run_client(role, args, broker=broker, timeout=timeout, pin=self.pin,
+                          stderr_path=self._tmp / "clients.stderr.log", **kw)
+
+    def save(self) -> None:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        doc = {"meta": {**self.meta, "profile": self.profile_name, "params": self.p, "pinned": self.pin,
+                        "brokers": self.brokers, "skipped": self.skipped, "broker_config": self.broker_info,
+                        "scenarios": sorted(self.scenarios), "started": self.started,
+                        "elapsed_s": time.time() - self.started, "seed": self.seed},
+               "samples": self.samples}
+        tmp = self.out_dir / "results.json.tmp"
+        tmp.write_text(json.dumps(doc, indent=1, sort_keys=True))
+        os.replace(tmp, self.out_dir / "results.json")
+
+    def guarded(self, broker: str, rep: int, scenario: str, point: str, fn: Callable[[], dict[str, Any]]) -> None:
+        try:
+            self.add(broker, rep, scenario, point, fn())
+        except Exception as exc:  # noqa: BLE001 - record and go on with the next point
+            log(f"{broker} {scenario}/{point} rep {rep} FAILED: {exc}")
+            self.add(broker, rep, scenario, point, {"error": f"{type(exc).__name__}: {exc}",
+                                                    "trace": traceback.format_exc()[-2000:]})
+
+    # -- phases --------------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        self.meta["machine"] = machine.describe()
+        self.save()
+        try:
+            if self.scenarios & {"O1", "O2"}:
+                self.phase_startup()
+            if self.scenarios & {"P2", "P3", "P4", "C1", "C2", "E1", "O2"}:
+                for rep in range(self.p["reps"]):
+                    for name in self.order(rep):
+                        self.phase_load(name, rep)
+                        self.save()
+            if "O3" in self.scenarios:
+                self.phase_recovery()
+        finally:
+            self.save()
+            shutil.rmtree(self._tmp, ignore_errors=True)
+        return json.loads((self.out_dir / "results.json").read_text())
+
+    def phase_startup(self) -> None:
+        """O1: spawn -> ready on an empty data dir (Kafka formatted beforehand, timed apart);
+        O2 idle: RSS `idle_s` after ready, on the last min(reps, startup_reps) starts."""
+        n = self.p["startup_reps"]
+        idle_from = n - min(n, self.p["reps"])
+        for rep in range(n):
+            running: list[tuple[str, Broker, float]] = []
+            try:
+                for name in self.order(rep):
+                    b = self.new_broker(name, f"start{rep}")
+                    try:
+                        info = b.start()
+                    except Exception as exc:  # noqa: BLE001
+                        log(f"{name} start failed: {exc}")
+                        self.add(name, rep, "O1", "empty", {"error": str(exc)[:2000]})
+                        b.kill9()
+                        continue
+                    ready_at = time.monotonic()
+                    log(f"O1 {name} rep {rep}: ready in {info['spawn_to_ready_s']:.2f}s")
+                    self.add(name, rep, "O1", "empty", info)
+                    if name not in self.broker_info:
+                        self.broker_info[name] = b.describe()
+                    running.append((name, b, ready_at))
+                    if rep < idle_from or "O2" not in self.scenarios:
+                        b.stop()
+                if rep >= idle_from and "O2" in self.scenarios:
+                    for name, b, ready_at in sorted(running, key=lambda x: x[2]):
+                        wait = ready_at + self.p["idle_s"] - time.monotonic()
+                        if wait > 0:
+                            time.sleep(wait)
+                        self.add(name, rep - idle_from, "O2", "idle", {**b.memory(), "idle_s": self.p["idle_s"]})
+                        log(f"O2 {name}: idle RSS {b.memory().get('vmrss_mb', 0):.0f} MB")
+            finally:
+                for _, b, _ in running:
+                    b.stop()
+            self.save()
+
+    def phase_load(self, name: str, rep: int) -> None:
+        p, size = self.p, self.p["record_size"]
+        b = self.new_broker(name, f"load{rep}")
+        log(f"load phase: {name} rep {rep}")
+        try:
+            b.start()
+        except Exception as exc:  # noqa: BLE001
+            log(f"{name} start failed: {exc}")
+            self.add(name, rep, "load", "start", {"error": str(exc)[:2000]})
+            b.kill9()
+            return
+        if name not in self.broker_info:
+            self.broker_info[name] = b.describe()
+        bs = b.bootstrap
+        try:
+            topics = {"warm": 1, "p3": 1, "p4": 1, "c2": 1, **{f"p2-{t}": int(t[1:]) for t in p["p2_topics"]},
+                      **{f"e1-{r}": 1 for r in p["e1_rates"]}}
+            create_topics(bs, topics)
+            with procstat.RssSampler(b.pid) as sampler:
+                w = self.client("warmup", {"bootstrap": bs, "topic": "warm", "records": p["warmup_records"]}, b)
+                log(f"  warm-up {w['seconds']:.1f}s ({w['plain_records_per_s']:.0f} rec/s), ok={w['ok']}, steps "
+                    + ", ".join(f"{k} {w[k]:.1f}" for k in ("plain_s", "idem_s", "txn_s", "consume_s", "group_s")))
+                self.add(name, rep, "warmup", "-", w)
+                self._load_points(name, rep, b, size)
+            mem = b.memory()
+            self.add(name, rep, "O2", "loaded", {**mem, "sampled_peak_rss_mb": sampler.peak_mb})
+        finally:
+            b.stop()
+
+    def _load_points(self, name: str, rep: int, b: Broker, size: int) -> None:
+        p, bs, sc = self.p, b.bootstrap, self.scenarios
+        base = {"bootstrap": bs, "size": size, "seed": self.seed, "warm_topic": "warm"}
+        acked: dict[str, int] = {}
+
+        def produce(topic: str, records: int, mode: str, **extra: Any) -> dict[str, Any]:
+            r = self.client("produce", {**base, "topic": topic, "records": records, "mode": mode, **extra}, b)
+            acked[topic] = r["acked"]
+            log(f"  {name} produce {topic} {mode}: {r['records_per_s']:.0f} rec/s "
+                f"(delivery errors {r['errors']}{' incl. aborted' if extra.get('abort_every') else ''}, broker {r.get('broker_cpu_pct', 0):.0f}% cpu, client {r['client_cpu_pct']:.0f}%)")
+            return r
+
+        def consume(topic: str, expected: Any, iso: str, **extra: Any) -> dict[str, Any]:
+            r = self.client("consume", {"bootstrap": bs, "topic": topic, "expected": expected, "isolation": iso,
+                                        **extra}, b)
+            log(f"  {name} consume {topic} {iso}: {r['records_per_s']:.0f} rec/s ({r['consumed']}/{r['expected']})")
+            return r
+
+        need_p2 = sc & {"P2", "C1"}
+        for t in p["p2_topics"]:
+            if need_p2 and (t == "p1" or "P2" in sc):
+                self.guarded(name, rep, "P2", t, lambda t=t: produce(f"p2-{t}", p["p2_records"], "plain"))
+        if "P3" in sc:
+            self.guarded(name, rep, "P3", "p1", lambda: produce("p3", p["p3_records"], "idem"))
+            self.guarded(name, rep, "P3", "dupcheck", lambda: consume(
+                "p3", acked.get("p3", p["p3_records"]), "read_uncommitted", check_seq=True,
+                seq_space=p["p3_records"], linger_s=0.5))
+        if "P4" in sc or "C2" in sc:
+            self.guarded(name, rep, "P4", "p1", lambda: produce(
+                "p4", p["p4_records"], "txn", txn_id=f"p4-{rep}", txn_records=100, txn_ms=100))
+        if "C1" in sc and "p2-p1" in acked:
+            self.guarded(name, rep, "C1", "read_uncommitted", lambda: consume("p2-p1", acked["p2-p1"],
+                                                                            "read_uncommitted"))
+            self.guarded(name, rep, "C1", "read_committed", lambda: consume("p2-p1", acked["p2-p1"],
+                                                                          "read_committed"))
+        if "C2" in sc:
+            p4 = next((s for s in reversed(self.samples) if s["broker"] == name and s["rep"] == rep
+                       and s["scenario"] == "P4" and "committed_records" in s), None)
+            if p4 is not None:
+                self.guarded(name, rep, "C2", "aborted0", lambda: consume(
+                    "p4", p4["committed_records"], "read_committed", linger_s=0.5))
+            fill: dict[str, Any] = {}
+
+            def prefill() -> dict[str, Any]:
+                fill.update(produce("c2", p["c2_records"], "txn", txn_id=f"c2-{rep}", txn_records=100,
+                                    txn_ms=100, abort_every=10))
+                return fill
+            self.guarded(name, rep, "C2", "prefill10", prefill)
+            if fill:
+                self.guarded(name, rep, "C2", "aborted10", lambda: consume(
+                    "c2", fill["committed_records"], "read_committed", linger_s=0.5))
+        if "E1" in sc:
+            for rate in p["e1_rates"]:
+                self.guarded(name, rep, "E1", str(rate), lambda rate=rate: self._e2e(b, f"e1-{rate}", rate))
+
+    def _e2e(self, b: Broker, topic: str, rate: int) -> dict[str, Any]:
+        p = self.p
+        total = int(rate * (p["e1_seconds"] + p["e1_warmup_s"]))
+        drop = int(rate * p["e1_warmup_s"])
+        ready = threading.Event()
+        out: dict[str, Any] = {}
+
+        def consumer() -> None:
+            try:
+                out["c"] = self.client("e2e-consume", {"bootstrap": b.bootstrap, "topic": topic, "expected": total,
+                                                       "drop": drop, "timeout_s": total / rate + 60},
+                                       timeout=total / rate + 120, on_line=lambda _l: ready.set())
+            except Exception as exc:  # noqa: BLE001
+                out["err"] = exc
+                ready.set()
+
+        t = threading.Thread(target=consumer, daemon=True)
+        t.start()
+        if not ready.wait(120):
+            raise ClientError("e2e consumer never became ready")
+        if "err" in out:
+            raise out["err"]
+        cpu0 = b.cpu_seconds()
+        prod = self.client("e2e-produce", {"bootstrap": b.bootstrap, "topic": topic, "rate": rate, "records": total,
+                                           "seed": self.seed, "size": p["record_size"]}, timeout=total / rate + 120)
+        t.join(total / rate + 150)
+        cpu1 = b.cpu_seconds()
+        if "err" in out:
+            raise out["err"]
+        if "c" not in out:
+            raise ClientError("e2e consumer did not finish")
+        c = out["c"]
+        log(f"  {b.name} E1 {rate}/s: p50 {c['e2e_p50_ms']} ms p99 {c['e2e_p99_ms']} ms lost {c['lost']}")
+        return {**c, "rate": rate, "producer": prod, "broker_cpu_pct": 100 * (cpu1 - cpu0) / max(prod["seconds"], 1e-9)}
+
+    def phase_recovery(self) -> None:
+        """O3: ~recovery_bytes of 1 KiB idempotent records (sequence numbers in the payload) in one
+        partition's active segment, all acked; kill -9; time spawn -> ready; then verify."""
+        p = self.p
+        records = int(math.ceil(p["recovery_bytes"] / p["record_size"]))
+        for rep in range(p["recovery_reps"]):
+            for name in self.order(rep):
+                if not BROKERS[name].has_disk:
+                    continue
+                b = self.new_broker(name, f"rec{rep}")
+                acked_file = self._tmp / f"acked-{name}-{rep}.bin"
+
+                def one() -> dict[str, Any]:
+                    b.start()
+                    create_topics(b.bootstrap, {"rec": 1, "warm": 1})
+                    fill = self.client("fill", {"bootstrap": b.bootstrap, "topic": "rec", "records": records,
+                                                "warm_topic": "warm",
+                                                "size": p["record_size"], "seed": self.seed,
+                                                "acked_file": str(acked_file), "timeout_s": 1800}, b, timeout=2000)
+                    log(f"  {name} O3 filled {fill['bytes'] / 1e6:.0f} MB at {fill['mb_per_s']:.1f} MB/s")
+                    b.kill9()
+                    info = b.start(timeout=600)
+                    log(f"  {name} O3 recovery: ready in {info['spawn_to_ready_s']:.2f}s")
+                    v = self.client("consume", {"bootstrap": b.bootstrap, "topic": "rec", "expected": "hwm",
+                                                "isolation": "read_uncommitted", "check_seq": True,
+                                                "seq_space": records, "acked_file": str(acked_file),
+                                                "timeout_s": 1200}, b, timeout=1300)
+                    ok = (v["acked_missing"] == 0 and v["duplicates"] == 0 and v["gaps"] == 0 and v["complete"])
+                    return {**info, "filled_mb": fill["bytes"] / 1e6, "fill_mb_per_s": fill["mb_per_s"],
+                            "acked": v["acked"], "consumed": v["consumed"], "acked_missing": v["acked_missing"],
+                            "duplicates": v["duplicates"], "gaps": v["gaps"], "verified": ok,
+                            "verify_records_per_s": v["records_per_s"]}
+
+                try:
+                    self.guarded(name, rep, "O3", "kill9", one)
+                finally:
+                    b.stop()
+                    acked_file.unlink(missing_ok=True)
+                    shutil.rmtree(b.workdir, ignore_errors=True)
+                self.save()

@@ -1,0 +1,61 @@
+"""Smoke run of the benchmark harness (bench/harness, `make bench`) against minikafka only.
+
+Tiny sizes, a few seconds, no thresholds: it checks that the harness runs every scenario end to end
+and writes a report table with the expected rows and positive numbers. Skips without the `bench`
+extra (matplotlib for the chart).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+pytest.importorskip("matplotlib", reason="needs the bench extra: pip install -e '.[bench]'")
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_harness_smoke_run_writes_table(tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.harness", "--profile", "smoke", "--brokers", "minikafka",
+         "--out", str(out), "--workdir", str(tmp_path)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=240, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = (out / "report.md").read_text()
+    assert (out / "chart.png").stat().st_size > 0
+    doc = json.loads((out / "results.json").read_text())
+    assert not [s for s in doc["samples"] if "error" in s], proc.stderr[-3000:]
+
+    rows = {}
+    for line in report.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 5 and re.fullmatch(r"[PCEO]\d", cells[0]):
+            rows[cells[1]] = cells[3]  # metric -> minikafka cell
+    expected = {
+        "P2 produce 1 KiB acks=all, p1: throughput": "msg/s",
+        "P3 idempotent, p1: throughput": "msg/s",
+        "P4 transactional (commit every 100 rec / 100 ms): transactions": "txn/s",
+        "C1 catch-up (P2 p1 data), read_uncommitted": "msg/s",
+        "C1 catch-up, read_committed (LSO path)": "msg/s",
+        "C2 read_committed, 10 % of transactions aborted": "msg/s",
+        "E1 500 msg/s: p99": "ms",
+        "O1 start-up, empty data dir (spawn -> ApiVersions + CreateTopics OK)": "s",
+        "O2 idle RSS (0.5 s after ready)": "MB",
+        "O2 peak RSS (VmHWM) over warm-up + P2..E1": "MB",
+        "O3 recovery after kill -9, 0.002 GB in the active segment": "s",
+    }
+    for metric in expected:
+        assert metric in rows, f"row {metric!r} missing from the table:\n{report[:4000]}"
+        value = float(rows[metric].split()[0].replace(",", ""))
+        assert value > 0, f"{metric}: {rows[metric]}"
+    assert rows["P3 duplicates (must be 0)"].split()[0] == "0"
+    assert rows["O3 acked ⊆ consumed, no duplicates, no gaps (runs passing)"] == "1/1"
