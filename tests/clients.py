@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -87,3 +88,48 @@ def read_all(bootstrap: str, topic: str, partitions: int, expected: int, timeout
         return msgs + [m for m in extra if not m.error()]
     finally:
         c.close()
+
+
+def uniq(prefix: str) -> str:
+    """A topic, group or transactional id no other test uses (one Kafka serves a whole conformance run)."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def read_to_eof(bootstrap: str, tps: list[tuple[str, int]], isolation: str, timeout: float = 60.0,
+                **conf: Any) -> list[tuple[str, int, int, bytes | None, bytes | None]]:
+    """Every record from offset 0 until partition EOF on every partition (EOF is at the LSO for
+    read_committed, at the HWM for read_uncommitted): (topic, partition, offset, key, value)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": uniq("reader"), "enable.auto.commit": False,
+                  "isolation.level": isolation, "enable.partition.eof": True, "log_level": 3, **conf})
+    out: list[tuple[str, int, int, bytes | None, bytes | None]] = []
+    try:
+        c.assign([TopicPartition(t, p, 0) for t, p in tps])
+        pending = set(tps)
+        deadline = time.monotonic() + timeout
+        while pending:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no EOF within {timeout}s on {sorted(pending)} ({len(out)} records read)")
+            for m in c.consume(1000, timeout=0.2):
+                err = m.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        pending.discard((m.topic(), m.partition()))
+                        continue
+                    raise AssertionError(f"consume error: {err}")
+                pending.add((m.topic(), m.partition()))  # data after an EOF: not at the end yet
+                out.append((m.topic(), m.partition(), m.offset(), m.key(), m.value()))
+        return out
+    finally:
+        c.close()
+
+
+def watermarks(bootstrap: str, tp: TopicPartition) -> tuple[int, int]:
+    """(LSO, HWM): the high mark seen by a read_committed and by a read_uncommitted consumer."""
+    out = []
+    for iso in ("read_committed", "read_uncommitted"):
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "probe", "isolation.level": iso})
+        try:
+            out.append(c.get_watermark_offsets(tp, timeout=10, cached=False)[1])
+        finally:
+            c.close()
+    return out[0], out[1]

@@ -14,8 +14,8 @@ import time
 import uuid
 
 import pytest
-from clients import create_topic
-from confluent_kafka import Consumer, Producer, TopicPartition
+from clients import create_topic, watermarks
+from confluent_kafka import Producer, TopicPartition
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_reference]
 
@@ -42,16 +42,6 @@ def _rows(stdout: str) -> list[dict[str, str]]:
     return [dict(zip(header, [c.strip() for c in line.split("\t")], strict=False)) for line in lines[1:]]
 
 
-def _watermarks(bootstrap: str, tp: TopicPartition) -> tuple[int, int]:
-    out = []
-    for iso in ("read_committed", "read_uncommitted"):
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "probe", "isolation.level": iso})
-        try:
-            out.append(c.get_watermark_offsets(tp, timeout=10, cached=False)[1])
-        finally:
-            c.close()
-    return out[0], out[1]
-
 
 def test_list_describe_and_abort_an_open_transaction(kafka_broker, kafka_ref_tools):
     suffix = uuid.uuid4().hex[:8]
@@ -64,7 +54,7 @@ def test_list_describe_and_abort_an_open_transaction(kafka_broker, kafka_ref_too
     p.produce(topic, value=b"left open", partition=0)
     assert p.flush(30) == 0
     tp = TopicPartition(topic, 0)
-    lso, hwm = _watermarks(kafka_broker.bootstrap, tp)
+    lso, hwm = watermarks(kafka_broker.bootstrap, tp)
     assert (lso, hwm) == (0, 1)  # the open transaction holds the LSO back
 
     def tool(*args: str) -> list[dict[str, str]]:
@@ -87,8 +77,8 @@ def test_list_describe_and_abort_an_open_transaction(kafka_broker, kafka_ref_too
     # An admin abort writes the ABORT marker through WriteTxnMarkers; the LSO catches up.
     tool("abort", "--topic", topic, "--partition", "0", "--start-offset", "0")
     deadline = time.monotonic() + 30
-    while _watermarks(kafka_broker.bootstrap, tp) != (2, 2):
-        assert time.monotonic() < deadline, _watermarks(kafka_broker.bootstrap, tp)
+    while watermarks(kafka_broker.bootstrap, tp) != (2, 2):
+        assert time.monotonic() < deadline, watermarks(kafka_broker.bootstrap, tp)
         time.sleep(0.1)
     producers = tool("describe-producers", "--topic", topic, "--partition", "0")
     assert [r["CurrentTransactionStartOffset"] for r in producers] == ["None"]

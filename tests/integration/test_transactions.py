@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
-from clients import create_topic
+from clients import create_topic, read_to_eof
 from confluent_kafka import (
     OFFSET_END,
     Consumer,
@@ -103,32 +103,6 @@ class Offsets:
         self.rc.close()
         self.ru.close()
 
-
-def read_to_eof(bootstrap: str, tps: list[tuple[str, int]], isolation: str, timeout: float = 30.0,
-                **conf: Any) -> list[tuple[str, int, int, bytes | None, bytes | None]]:
-    """Every record from offset 0 until EOF on every partition: (topic, partition, offset, key, value)."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": uniq("reader"), "enable.auto.commit": False,
-                  "isolation.level": isolation, "enable.partition.eof": True, **QUIET, **conf})
-    out: list[tuple[str, int, int, bytes | None, bytes | None]] = []
-    try:
-        c.assign([TopicPartition(t, p, 0) for t, p in tps])
-        pending = set(tps)
-        deadline = time.monotonic() + timeout
-        while pending:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no EOF within {timeout}s on {sorted(pending)} ({len(out)} records read)")
-            for m in c.consume(500, timeout=0.2):
-                err = m.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        pending.discard((m.topic(), m.partition()))
-                        continue
-                    raise AssertionError(f"consume error: {err}")
-                pending.add((m.topic(), m.partition()))  # data after an EOF: not at the end yet
-                out.append((m.topic(), m.partition(), m.offset(), m.key(), m.value()))
-        return out
-    finally:
-        c.close()
 
 
 def end_position(bootstrap: str, topic: str, partition: int, isolation: str, timeout: float = 15.0) -> int:

@@ -23,8 +23,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from clients import consumer, create_topic
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from clients import consumer, create_topic, watermarks
+from confluent_kafka import Producer, TopicPartition
 
 from minikafka import faults
 from minikafka.storage.txn_index import TransactionIndex
@@ -50,21 +50,11 @@ CASES = [
 ]
 
 
-def _watermarks(bootstrap: str, tp: TopicPartition) -> tuple[int, int]:
-    out = []
-    for iso in ("read_committed", "read_uncommitted"):
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "probe", "isolation.level": iso})
-        try:
-            out.append(c.get_watermark_offsets(tp, timeout=10, cached=False)[1])
-        finally:
-            c.close()
-    return out[0], out[1]
-
 
 def _wait_stable(bootstrap: str, partitions: list[TopicPartition], timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while True:
-        marks = [_watermarks(bootstrap, tp) for tp in partitions]
+        marks = [watermarks(bootstrap, tp) for tp in partitions]
         if all(lso == hwm for lso, hwm in marks):
             return
         assert time.monotonic() < deadline, f"LSO behind HWM: {marks}"
@@ -141,7 +131,7 @@ def test_crash_point(broker_factory, point, ending, expected):
         assert committed_offset < 0
     # One .txnindex entry per partition that received data from the aborted transaction (a marker
     # with no data before it records nothing), none for a commit.
-    with_data = sum(1 for part in range(2) if _watermarks(broker.bootstrap, TopicPartition(TOPIC, part))[1] > 1)
+    with_data = sum(1 for part in range(2) if watermarks(broker.bootstrap, TopicPartition(TOPIC, part))[1] > 1)
     broker.term()
     assert _aborts_in_txn_index(broker.data_dir) == (with_data if expected == ABORT else 0)
 
