@@ -136,7 +136,7 @@ class Broker:
     def _offsets_marker_written(self, tp: TopicPartition, producer_id: int, committed: bool) -> None:
         # A marker on __consumer_offsets makes the producer's pending offsets visible or drops them.
         if tp.topic == OFFSETS_TOPIC:
-            self.groups.complete_transaction(producer_id, committed)
+            self.groups.complete_transaction(tp.partition, producer_id, committed)
 
     async def _abort_timed_out(self) -> None:
         await self.txn.abort_timed_out(self.clock.now_ms)

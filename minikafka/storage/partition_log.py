@@ -232,7 +232,11 @@ class PartitionLog:
     def last_stable_offset(self) -> int:
         first_unstable = self.producer_state.first_unstable_offset()
         hw = self.high_watermark
-        return hw if first_unstable is None else min(first_unstable, hw)
+        if first_unstable is None:
+            return hw
+        # Retention may delete the start of a transaction that is still open; the LSO never points
+        # below the log start offset (Kafka's maybeIncrementFirstUnstableOffset does the same).
+        return max(min(first_unstable, hw), self.log_start_offset)
 
     @property
     def size_in_bytes(self) -> int:
@@ -411,12 +415,15 @@ class PartitionLog:
         return None
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
-        """(offset, timestamp) of the record with the largest timestamp (ListOffsets -3)."""
-        best: tuple[int, int] | None = None
+        """(offset, timestamp) of the first record carrying the largest timestamp (ListOffsets -3);
+        Kafka finds the batch, then the record inside it (RecordBatch.offsetOfMaxTimestamp)."""
+        best: LogSegment | None = None
         for seg in self.segments:
-            if seg.max_timestamp >= 0 and (best is None or seg.max_timestamp > best[1]):
-                best = (seg.offset_of_max_timestamp, seg.max_timestamp)
-        return best
+            if seg.max_timestamp >= 0 and (best is None or seg.max_timestamp > best.max_timestamp):
+                best = seg
+        if best is None:
+            return None
+        return best.find_offset_by_timestamp(best.max_timestamp, self.log_start_offset)
 
     # ------------------------------------------------------------------------------ retention
     def delete_retained_segments(self, now_ms: int) -> int:

@@ -123,7 +123,7 @@ class ProducerStateManager:
                 raise OutOfOrderSequence(
                     f"new epoch {h.producer_epoch} of producer {h.producer_id} starts at sequence "
                     f"{h.base_sequence}, not 0")
-        elif entry.batches and not in_sequence(entry.last_seq, h.base_sequence):
+        elif entry.producer_epoch != -1 and not in_sequence(entry.last_seq, h.base_sequence):
             raise OutOfOrderSequence(
                 f"producer {h.producer_id} sent sequence {h.base_sequence}, expected {entry.last_seq + 1}")
         return None

@@ -121,7 +121,7 @@ class GroupCoordinator:
 
     def _replay_one(self, rec: LogRecord, now_ms: int) -> str:
         if rec.control_type is not None:
-            self.complete_transaction(rec.producer_id, rec.control_type == CONTROL_COMMIT)
+            self.complete_transaction(rec.partition, rec.producer_id, rec.control_type == CONTROL_COMMIT)
             return "control"
         if rec.key is None:
             return "none"
@@ -255,45 +255,37 @@ class GroupCoordinator:
         group = self.groups.get(req.group_id)
         prefix = req.group_instance_id if req.group_instance_id is not None else req.client_id
         decision = decisions.decide_join(group, req, self.config, now_ms, self._new_member_id(prefix))
-        fut: asyncio.Future[JoinResult] | None = None
-        if decision.reply is None:
-            fut = asyncio.get_running_loop().create_future()
-            self._join_waiters.setdefault((req.group_id, decision.member_id), []).append(fut)
-        try:
-            await self._commit(req.group_id, decision.step, now_ms)
-        except BaseException:
-            if fut is not None:
-                self._discard(self._join_waiters, (req.group_id, decision.member_id), fut)
-            raise
-        if decision.reply is not None:
-            return decision.reply
-        assert fut is not None
-        try:
-            return await fut
-        finally:
-            self._discard(self._join_waiters, (req.group_id, decision.member_id), fut)
+        return await self._commit_then_reply(self._join_waiters, (req.group_id, decision.member_id),
+                                             req.group_id, decision.step, decision.reply, now_ms)
 
     async def sync_group(self, req: SyncRequest, now_ms: int) -> SyncResult:
         if self._closed:
             return SyncResult(error=ErrorCode.not_coordinator)
         decision = decisions.decide_sync(self.groups.get(req.group_id), req, self.config, now_ms)
-        fut: asyncio.Future[SyncResult] | None = None
-        if decision.reply is None:
+        return await self._commit_then_reply(self._sync_waiters, (req.group_id, req.member_id),
+                                             req.group_id, decision.step, decision.reply, now_ms)
+
+    async def _commit_then_reply(self, waiters: dict[tuple[str, str], list[Any]], key: tuple[str, str],
+                                 group_id: str, step: Any, reply: Any, now_ms: int) -> Any:
+        """Apply the decided step; answer now if the decision has a reply, else park the member until
+        the rebalance phase completes (JoinGroup and SyncGroup wait the same way)."""
+        fut: asyncio.Future[Any] | None = None
+        if reply is None:
             fut = asyncio.get_running_loop().create_future()
-            self._sync_waiters.setdefault((req.group_id, req.member_id), []).append(fut)
+            waiters.setdefault(key, []).append(fut)
         try:
-            await self._commit(req.group_id, decision.step, now_ms)
+            await self._commit(group_id, step, now_ms)
         except BaseException:
             if fut is not None:
-                self._discard(self._sync_waiters, (req.group_id, req.member_id), fut)
+                self._discard(waiters, key, fut)
             raise
-        if decision.reply is not None:
-            return decision.reply
+        if reply is not None:
+            return reply
         assert fut is not None
         try:
             return await fut
         finally:
-            self._discard(self._sync_waiters, (req.group_id, req.member_id), fut)
+            self._discard(waiters, key, fut)
 
     @staticmethod
     def _discard(waiters: dict[tuple[str, str], list[Any]], key: tuple[str, str], fut: Any) -> None:
@@ -463,14 +455,20 @@ class GroupCoordinator:
         OffsetFetch until the COMMIT marker."""
         self.pending_txn_offsets.setdefault(producer_id, {}).setdefault(group_id, {}).update(offsets)
 
-    def complete_transaction(self, producer_id: int, committed: bool) -> None:
-        """Called for a COMMIT/ABORT marker on a `__consumer_offsets` partition (the OffsetsSink
-        port of the transaction coordinator, and replay)."""
-        by_group = self.pending_txn_offsets.pop(producer_id, {})
-        if not committed:
-            return
-        for gid, offsets in by_group.items():
+    def complete_transaction(self, partition: int, producer_id: int, committed: bool) -> None:
+        """Called for a COMMIT/ABORT marker on `__consumer_offsets` partition `partition` (live, and
+        on replay): completes the producer's pending offsets of the groups that live on that
+        partition only, as Kafka's handleTxnCompletion does; its offsets for groups on another
+        partition wait for the marker there (replay reads one partition after another)."""
+        by_group = self.pending_txn_offsets.get(producer_id, {})
+        done = [gid for gid in by_group if self.partition_for(gid) == partition]
+        for gid in done:
+            offsets = by_group.pop(gid)
+            if not committed:
+                continue
             for tp, om in offsets.items():
                 self._apply_offset(gid, tp, om)
             if gid not in self.groups:
                 self.groups[gid] = Group(group_id=gid, state=GroupState.EMPTY)
+        if not by_group:
+            self.pending_txn_offsets.pop(producer_id, None)

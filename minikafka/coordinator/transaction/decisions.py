@@ -194,8 +194,10 @@ def verify_partition(meta: TxnMetadata | None, *, producer_id: int, epoch: int, 
     """KIP-890 part 1: may this transactional batch be appended to tp?"""
     if meta is None or meta.producer_id != producer_id:
         return ErrorCode.invalid_producer_id_mapping
-    if epoch < meta.producer_epoch:
-        return ErrorCode.invalid_producer_epoch
-    if meta.state is not TxnState.ONGOING or epoch != meta.producer_epoch or tp not in meta.partitions:
+    if epoch != meta.producer_epoch:
+        return ErrorCode.invalid_producer_epoch  # Kafka: PRODUCER_FENCED, answered to Produce as 47
+    if meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+        return ErrorCode.concurrent_transactions  # retriable: the markers are being written
+    if meta.state is not TxnState.ONGOING or tp not in meta.partitions:
         return ErrorCode.invalid_txn_state
     return ErrorCode.none

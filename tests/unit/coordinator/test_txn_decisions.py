@@ -377,8 +377,12 @@ def test_expire(state: TxnState, now: int, expires: bool) -> None:
     (meta(S.COMPLETE_COMMIT), PID, 3, T0, Err.invalid_producer_epoch),
     (None, PID, 4, T0, Err.invalid_producer_id_mapping),
     (meta(S.ONGOING), PID + 1, 4, T0, Err.invalid_producer_id_mapping),
+    (meta(S.ONGOING), PID, 5, T0, Err.invalid_producer_epoch),  # any epoch mismatch, as Kafka
+    (meta(S.PREPARE_COMMIT, partitions=frozenset({T0})), PID, 4, T0, Err.concurrent_transactions),
+    (meta(S.PREPARE_ABORT, partitions=frozenset({T0})), PID, 4, T0, Err.concurrent_transactions),
 ], ids=["added", "not-added", "empty", "complete-commit", "complete-abort", "completed-stale-partitions",
-        "older-epoch", "older-epoch-completed", "unknown", "other-pid"])
+        "older-epoch", "older-epoch-completed", "unknown", "other-pid", "newer-epoch", "prepare-commit",
+        "prepare-abort"])
 def test_verify_partition(m: TxnMetadata | None, pid: int, epoch: int, tp: TopicPartition,
                           error: ErrorCode) -> None:
     assert d.verify_partition(m, producer_id=pid, epoch=epoch, tp=tp) is error

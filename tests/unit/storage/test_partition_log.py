@@ -212,7 +212,9 @@ def test_offset_for_timestamp_across_segments(tmp_path):
         i = max(0, -(-(target - T0) // 10))
         expect = None if i >= 50 else (2 * i, T0 + 10 * i)
         assert plog.offset_for_timestamp(target) == expect
-    assert plog.max_timestamp_offset() == (99, T0 + 490)
+    # Both records of the last batch carry the max timestamp: Kafka answers the first of them
+    # (RecordBatch.offsetOfMaxTimestamp), not the batch's last offset.
+    assert plog.max_timestamp_offset() == (98, T0 + 490)
     plog.close()
 
 
@@ -477,3 +479,44 @@ def test_leftover_temporary_and_orphan_files_are_removed(tmp_path):
     names = set(os.listdir(d))
     assert "00000000000000000999.index" not in names
     assert not any(n.endswith((".deleted", ".tmp")) for n in names)
+
+
+def _batch_with_timestamps(stamps: list[int]) -> bytearray:
+    """An uncompressed client batch whose records carry the given timestamps (deltas from the first)."""
+    batch = records.build_batch([(None, b"v")] * len(stamps), timestamp_ms=stamps[0])
+    body = bytearray()
+    for i, ts in enumerate(stamps):
+        rec = bytearray(b"\x00") + records._zigzag(ts - stamps[0]) + records._zigzag(i)
+        rec += records._zigzag(-1) + records._zigzag(1) + b"v" + records._zigzag(0)
+        body += records._zigzag(len(rec)) + rec
+    import struct
+
+    import crc32c
+
+    out = bytearray(batch[: records.HEADER_SIZE]) + body
+    struct.pack_into(">i", out, 8, len(out) - 12)
+    struct.pack_into(">q", out, 35, max(stamps))
+    struct.pack_into(">I", out, 17, crc32c.crc32c(bytes(out[21:])))
+    return out
+
+
+def test_max_timestamp_offset_is_the_first_record_with_the_max(tmp_path):
+    """ListOffsets -3: Kafka returns the record inside the batch (offsetOfMaxTimestamp), not the
+    batch's last offset."""
+    plog = open_log(tmp_path, cfg())
+    plog.append(_batch_with_timestamps([T0 + 100, T0 + 300, T0 + 200]), now_ms=T0)
+    assert plog.max_timestamp_offset() == (1, T0 + 300)
+
+
+def test_lso_never_below_log_start_offset(tmp_path):
+    """An open transaction whose first batch lies below the log start offset (retention, DeleteRecords)
+    does not drag the last stable offset below the log start."""
+    plog = open_log(tmp_path, cfg(**{"segment.bytes": 300}))
+    txn = records.build_batch([(None, b"t" * 50)], producer_id=7, producer_epoch=0, base_sequence=0,
+                              transactional=True, timestamp_ms=T0)
+    plog.append(txn, now_ms=T0)
+    produce(plog, 10, value_size=100)
+    assert plog.last_stable_offset == 0
+    plog.delete_records_before(5)
+    assert plog.log_start_offset == 5
+    assert plog.last_stable_offset == 5

@@ -252,3 +252,23 @@ def test_from_snapshot_restores_open_transaction():
     restored = ProducerStateManager.from_snapshot(state.to_snapshot())
     assert restored.first_unstable_offset() == 40
     assert restored.ongoing_txn_first_offset(9) == 40
+
+
+@pytest.mark.unit
+def test_known_epoch_without_batches_must_start_at_sequence_zero():
+    """Kafka exempts only a producer with no epoch at all; an entry made by a marker (epoch known,
+    no data batch) must continue at sequence 0 (checkSequence: inSequence(-1, seq))."""
+    from minikafka.protocol.records import build_control_batch, read_header
+    from minikafka.storage.producer_state import OutOfOrderSequence, ProducerStateManager
+
+    psm = ProducerStateManager()
+    marker = read_header(build_control_batch(producer_id=9, producer_epoch=2, commit=False, coordinator_epoch=0,
+                                             timestamp_ms=1))
+    psm.update_marker(marker, 0, 0)
+    from minikafka.protocol.records import build_batch
+
+    late = read_header(build_batch([(None, b"x")], producer_id=9, producer_epoch=2, base_sequence=5))
+    with pytest.raises(OutOfOrderSequence):
+        psm.check(late)
+    first = read_header(build_batch([(None, b"x")], producer_id=9, producer_epoch=2, base_sequence=0))
+    assert psm.check(first) is None
