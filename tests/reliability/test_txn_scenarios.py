@@ -121,6 +121,11 @@ def flush_raising(p: Producer, timeout: float = 30.0) -> None:
     except SystemError as exc:
         if isinstance(exc.__cause__, KafkaException):
             raise exc.__cause__ from None
+        # Sometimes the SystemError carries no cause ("returned NULL without setting an exception");
+        # the fatal error itself was then reported to error_cb.
+        fatal = [e for e in getattr(p, "error_log", []) if e.fatal()]
+        if fatal:
+            raise KafkaException(fatal[0]) from None
         raise
 
 
