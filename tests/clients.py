@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka import OFFSET_END, Consumer, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 
@@ -133,3 +133,22 @@ def watermarks(bootstrap: str, tp: TopicPartition) -> tuple[int, int]:
         finally:
             c.close()
     return out[0], out[1]
+
+
+def end_position(bootstrap: str, topic: str, partition: int, isolation: str, timeout: float = 15.0) -> int:
+    """seekToEnd + position: where a consumer assigned at OFFSET_END starts fetching (librdkafka's
+    position() stays unknown until a message is consumed, so it is read from the partition-EOF event)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": uniq("end"), "enable.auto.commit": False,
+                  "isolation.level": isolation, "enable.partition.eof": True, "log_level": 3})
+    try:
+        c.assign([TopicPartition(topic, partition, OFFSET_END)])
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for m in c.consume(10, timeout=0.2):
+                err = m.error()
+                if err is not None and err.code() == KafkaError._PARTITION_EOF:
+                    return int(m.offset())
+                raise AssertionError(f"unexpected message or error at the end: {err or m.offset()}")
+        raise AssertionError(f"no EOF within {timeout}s")
+    finally:
+        c.close()

@@ -21,9 +21,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
-from clients import create_topic, read_to_eof
+from clients import create_topic, end_position, read_to_eof
 from confluent_kafka import (
-    OFFSET_END,
     Consumer,
     KafkaError,
     KafkaException,
@@ -104,23 +103,6 @@ class Offsets:
         self.ru.close()
 
 
-
-def end_position(bootstrap: str, topic: str, partition: int, isolation: str, timeout: float = 15.0) -> int:
-    """Where a consumer assigned at OFFSET_END starts fetching (from its partition-EOF event)."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": uniq("end"), "enable.auto.commit": False,
-                  "isolation.level": isolation, "enable.partition.eof": True, **QUIET})
-    try:
-        c.assign([TopicPartition(topic, partition, OFFSET_END)])
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for m in c.consume(10, timeout=0.2):
-                err = m.error()
-                if err is not None and err.code() == KafkaError._PARTITION_EOF:
-                    return int(m.offset())
-                raise AssertionError(f"unexpected message or error at the end: {err or m.offset()}")
-        raise AssertionError(f"no EOF within {timeout}s")
-    finally:
-        c.close()
 
 
 def values(records: Iterable[tuple[Any, ...]]) -> list[bytes]:

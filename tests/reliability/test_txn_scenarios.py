@@ -19,9 +19,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
-from clients import create_topic, read_to_eof
+from clients import create_topic, end_position, read_to_eof
 from confluent_kafka import (
-    OFFSET_END,
     Consumer,
     KafkaError,
     KafkaException,
@@ -202,23 +201,6 @@ def test_t_int_1_basic(kafka_broker) -> None:
 
 # -- T-INT-2 ------------------------------------------------------------------------------------
 
-
-def end_position(bs: str, topic: str, partition: int, isolation: str, timeout: float = 15.0) -> int:
-    """seekToEnd + position: where a consumer assigned at OFFSET_END starts fetching."""
-    c = Consumer({"bootstrap.servers": bs, "group.id": uniq("end"), "enable.auto.commit": False,
-                  "isolation.level": isolation, "enable.partition.eof": True, **QUIET})
-    try:
-        c.assign([TopicPartition(topic, partition, OFFSET_END)])
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for m in c.consume(10, timeout=0.2):
-                err = m.error()
-                if err is not None and err.code() == KafkaError._PARTITION_EOF:
-                    return int(m.offset())
-                raise AssertionError(f"unexpected message or error at the end: {err or m.offset()}")
-        raise AssertionError(f"no EOF within {timeout}s")
-    finally:
-        c.close()
 
 
 def test_t_int_2_undecided_data_invisible(kafka_broker) -> None:
