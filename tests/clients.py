@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from confluent_kafka import OFFSET_END, Consumer, KafkaError, Message, Producer, TopicPartition
@@ -88,6 +88,17 @@ def read_all(bootstrap: str, topic: str, partitions: int, expected: int, timeout
         return msgs + [m for m in extra if not m.error()]
     finally:
         c.close()
+
+
+def wait_until(cond: Callable[[], bool], timeout: float, what: str, interval: float = 0.05) -> None:
+    """Poll a condition with a deadline (never a fixed sleep standing in for synchronisation)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if cond():
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for: {what}")
+        time.sleep(interval)
 
 
 def uniq(prefix: str) -> str:

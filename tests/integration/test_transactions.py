@@ -16,12 +16,11 @@ Every name carries a per-test suffix: in conformance mode one Kafka broker serve
 from __future__ import annotations
 
 import time
-import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
-from clients import create_topic, end_position, read_to_eof
+from clients import create_topic, end_position, read_to_eof, uniq, wait_until
 from confluent_kafka import (
     Consumer,
     KafkaError,
@@ -38,18 +37,6 @@ QUIET = {"log_level": 3}
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def uniq(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def wait_until(cond: Callable[[], bool], timeout: float, what: str, interval: float = 0.05) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        if cond():
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for: {what}")
-        time.sleep(interval)
 
 
 def txn_producer(bootstrap: str, tid: str, **conf: Any) -> Producer:

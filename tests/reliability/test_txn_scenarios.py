@@ -14,12 +14,11 @@ T-INT-13..17 need the fault proxy, test hooks or expiration configs and are not 
 from __future__ import annotations
 
 import time
-import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
-from clients import create_topic, end_position, read_to_eof
+from clients import create_topic, end_position, read_to_eof, uniq, wait_until
 from confluent_kafka import (
     Consumer,
     KafkaError,
@@ -37,18 +36,6 @@ FENCED_DELIVERY_CODES = {KafkaError._FENCED, KafkaError.INVALID_PRODUCER_EPOCH, 
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def uniq(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def wait_until(cond: Callable[[], bool], timeout: float, what: str, interval: float = 0.05) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        if cond():
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for: {what}")
-        time.sleep(interval)
 
 
 def two_topics(bs: str, partitions: int = 4) -> tuple[str, str]:

@@ -313,6 +313,14 @@ class GroupCoordinator:
         return top, codes
 
     # ------------------------------------------------------------------------------ offsets
+    async def _append_offsets(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata],
+                              now_ms: int, *, producer_id: int = -1, producer_epoch: int = -1) -> None:
+        """Offset commit records for the group's partition; transactional when a producer is given."""
+        self._log.ensure_created(now_ms)
+        await self._log.append(self.partition_for(group_id), [
+            (offsets_log.offset_commit_key(group_id, tp), offsets_log.offset_commit_value(om))
+            for tp, om in offsets.items()], now_ms, producer_id=producer_id, producer_epoch=producer_epoch)
+
     async def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None,
                              generation_id: int, offsets: Mapping[TopicPartition, OffsetCommitEntry],
                              now_ms: int) -> dict[TopicPartition, ErrorCode]:
@@ -322,10 +330,7 @@ class GroupCoordinator:
             return {tp: code for tp in offsets}
         results, accepted = _accept_offsets(offsets, now_ms)
         if accepted:
-            self._log.ensure_created(now_ms)
-            await self._log.append(self.partition_for(group_id), [
-                (offsets_log.offset_commit_key(group_id, tp), offsets_log.offset_commit_value(om))
-                for tp, om in accepted.items()], now_ms)
+            await self._append_offsets(group_id, accepted, now_ms)
             for tp, om in accepted.items():
                 self._apply_offset(group_id, tp, om)
             if group_id not in self.groups:
@@ -442,10 +447,8 @@ class GroupCoordinator:
             return {tp: code for tp in offsets}
         results, accepted = _accept_offsets(offsets, now_ms)
         if accepted:
-            self._log.ensure_created(now_ms)
-            await self._log.append(self.partition_for(group_id), [
-                (offsets_log.offset_commit_key(group_id, tp), offsets_log.offset_commit_value(om))
-                for tp, om in accepted.items()], now_ms, producer_id=producer_id, producer_epoch=producer_epoch)
+            await self._append_offsets(group_id, accepted, now_ms, producer_id=producer_id,
+                                       producer_epoch=producer_epoch)
             self.add_pending_transactional_offsets(producer_id, group_id, accepted)
         return results
 

@@ -35,12 +35,13 @@ class InMemoryRecordLog:
     def ensure_created(self, now_ms: int) -> None:
         self.created = True
 
-    async def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], now_ms: int) -> int:
+    async def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], now_ms: int, *,
+                     producer_id: int = -1, producer_epoch: int = -1) -> int:
         if self.fail:
             raise OSError("disk full")
         base = len(self.records)
         for i, (k, v) in enumerate(records):
-            self.records.append(LogRecord(partition, base + i, k, v))
+            self.records.append(LogRecord(partition, base + i, k, v, producer_id, producer_id >= 0))
         return base
 
     def add(self, rec: LogRecord) -> None:
