@@ -14,8 +14,14 @@ from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import ZERO_MS
 
 
-def _time(ms: int) -> datetime.datetime | None:
-    return None if ms < 0 else datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
+# TransactionStartTimeMs is a plain int64 (not nullable): Kafka sends -1 when no transaction has
+# started (Empty, or an unknown id). kio writes a datetime as round(timestamp * 1000), so -1 ms is
+# the instant one millisecond before the epoch.
+NO_START_TIME = datetime.datetime.fromtimestamp(-0.001, datetime.UTC)
+
+
+def _time(ms: int) -> datetime.datetime:
+    return NO_START_TIME if ms < 0 else datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +37,7 @@ class DescribeTransactionsHandler:
             if meta is None:
                 out.append(messages.DescribedTransaction(error_code=ErrorCode.transactional_id_not_found,
                                                 transactional_id=txn_id, transaction_state="",
-                                                transaction_timeout=ZERO_MS, transaction_start_time=None,
+                                                transaction_timeout=ZERO_MS, transaction_start_time=NO_START_TIME,
                                                 producer_id=-1, producer_epoch=-1, topics=()))
                 continue
             by_topic: dict[str, list[int]] = defaultdict(list)

@@ -1,0 +1,50 @@
+"""DescribeTransactions (API 65, KIP-664) over the raw protocol, for the states a transactional id
+has before any transaction ran: unknown (never seen, or expired) and Empty (after InitProducerId).
+
+TransactionStartTimeMs is a non-nullable int64 that Kafka sends as -1 in both cases; the broker
+used to fail encoding the answer and close the connection. Runs against Apache Kafka in
+conformance mode too.
+"""
+
+from __future__ import annotations
+
+import pytest
+from clients import uniq, wait_until
+from rawclient import RawClient, describe_transaction, init_producer_id
+
+pytestmark = [pytest.mark.integration]
+
+TRANSACTIONAL_ID_NOT_FOUND = 105
+RETRIABLE_INIT = {14, 15, 16, 51}
+
+
+def test_describe_unknown_transactional_id(kafka_broker) -> None:
+    tid = uniq("never-used")
+    with RawClient.connect(kafka_broker.bootstrap) as c:
+        state = describe_transaction(c, tid)
+        assert int(state.error_code) == TRANSACTIONAL_ID_NOT_FOUND, state
+        assert state.transactional_id == tid
+        # The connection is still usable: the answer was encoded and sent.
+        again = describe_transaction(c, tid)
+        assert int(again.error_code) == TRANSACTIONAL_ID_NOT_FOUND
+
+
+def test_describe_empty_transaction_has_no_start_time(kafka_broker) -> None:
+    tid = uniq("empty-txn")
+    with RawClient.connect(kafka_broker.bootstrap) as c:
+        answers = []
+
+        def initialised() -> bool:
+            answers.append(init_producer_id(c, tid, timeout_ms=30_000))
+            return int(answers[-1].error_code) not in RETRIABLE_INIT
+
+        wait_until(initialised, 30, "InitProducerId answered", interval=0.1)
+        init = answers[-1]
+        assert int(init.error_code) == 0, init
+        state = describe_transaction(c, tid)
+        assert int(state.error_code) == 0, state
+        assert state.transaction_state == "Empty"
+        assert (state.producer_id, state.producer_epoch) == (int(init.producer_id), int(init.producer_epoch))
+        assert state.transaction_start_time_ms == -1
+        assert state.topics == {}
+        assert state.transaction_timeout_ms == 30_000
