@@ -25,7 +25,7 @@ TESTS_DIR = Path(__file__).resolve().parent
 if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
-from minikafka.testing import ExternalBroker  # noqa: E402
+from minikafka.testing import ExternalBroker
 
 TARGET = os.environ.get("MINIKAFKA_TARGET", "minikafka").strip().lower() or "minikafka"
 KAFKA_HEAP = os.environ.get("KAFKA_HEAP_OPTS", "-Xmx512m")
@@ -62,7 +62,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     skip = pytest.mark.skip(reason="conformance mode: test does not use the kafka_broker fixture")
     for item in items:
-        if "kafka_broker" not in getattr(item, "fixturenames", ()):
+        names = getattr(item, "fixturenames", ())
+        if "kafka_broker" not in names and "configured_broker" not in names:
             item.add_marker(skip)
 
 
@@ -127,3 +128,72 @@ if conformance_mode():
     @pytest.fixture
     def broker_factory() -> Any:  # overrides the plugin's: only minikafka takes these settings
         pytest.skip("conformance mode: broker_factory starts minikafka brokers")
+
+
+class ConfiguredBroker:
+    """What `configured_broker` hands out: where the broker listens and what it advertises."""
+
+    def __init__(self, host: str, port: int, advertised_port: int, process: Any) -> None:
+        self.host, self.port = host, port
+        self.bootstrap = f"{host}:{advertised_port}"
+        self.process = process  # minikafka.testing.BrokerProcess or kafka_ref.ApacheKafka
+        self.external = conformance_mode()
+
+    def warm_up(self) -> None:
+        """Apache Kafka only (see _warm_up): call it once the address it advertises answers, i.e.
+        with a fault proxy running there. A no-op for minikafka, which has no first-use states."""
+        if self.external:
+            _warm_up(self.bootstrap)
+
+
+@pytest.fixture
+def configured_broker(tmp_path: Path) -> Iterator[Any]:
+    """Start a broker with broker settings of the test's own (expiration times, an advertised port
+    for a fault proxy): ``configured_broker(overrides={...}, advertise_port=None, env=None)``.
+
+    It is minikafka normally and a dedicated Apache Kafka in conformance mode, so scenarios that
+    need non-default settings are compared with Kafka too (the session's shared Kafka cannot take
+    them). `env` is minikafka-only (its test hooks); with `advertise_port` the PLAINTEXT listener is
+    advertised at 127.0.0.1:<advertise_port>, where the test runs its proxy."""
+    from minikafka.testing import BrokerProcess
+
+    started: list[Any] = []
+
+    def make(overrides: dict[str, str] | None = None, advertise_port: int | None = None,
+             env: dict[str, str] | None = None) -> ConfiguredBroker:
+        overrides = dict(overrides or {})
+        name = f"configured-{len(started)}"
+        if not conformance_mode():
+            if os.environ.get("KAFKA_BOOTSTRAP"):
+                pytest.skip("needs a broker started by the test")
+            if advertise_port is not None:
+                overrides["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{advertise_port}"
+            b = BrokerProcess(tmp_path / name, overrides=overrides, env=env).start()
+            started.append(b)
+            return ConfiguredBroker(b.host, b.port, advertise_port or b.port, b)
+        if env:
+            pytest.skip("conformance mode: the scenario needs a minikafka test hook")
+        import kafka_ref
+
+        try:
+            kafka_ref.ensure_kafka_jars()
+        except kafka_ref.KafkaRefError as exc:
+            pytest.skip(f"Apache Kafka unavailable: {str(exc).splitlines()[0]}")
+        exclude = {advertise_port} if advertise_port else set()
+        port, controller_port = kafka_ref.free_ports(2, exclude=exclude)
+        props = {**KAFKA_EXTRA_PROPS, **overrides}
+        if advertise_port is not None:
+            # CONTROLLER stays as in the template (KRaft needs it); only PLAINTEXT moves.
+            props["advertised.listeners"] = (f"PLAINTEXT://127.0.0.1:{advertise_port},"
+                                             f"CONTROLLER://127.0.0.1:{controller_port}")
+        kafka = kafka_ref.ApacheKafka(heap_opts=KAFKA_HEAP)
+        started.append(kafka)
+        kafka.start(tmp_path / name, port=port, controller_port=controller_port, extra_props=props)
+        broker = ConfiguredBroker("127.0.0.1", kafka.port, advertise_port or kafka.port, kafka)
+        if advertise_port is None:
+            broker.warm_up()
+        return broker
+
+    yield make
+    for b in started:
+        b.stop()

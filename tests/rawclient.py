@@ -16,14 +16,35 @@ import itertools
 import socket
 import struct
 import time
+from types import SimpleNamespace
 from typing import Any
 
-from kio.schema.api_versions.v3.request import ApiVersionsRequest as ApiVersionsRequestV3
-from kio.schema.create_topics.v7.request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
+from kio.schema.api_versions.v3.request import (
+    ApiVersionsRequest as ApiVersionsRequestV3,
+)
+from kio.schema.create_topics.v7.request import (
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+)
+from kio.schema.describe_producers.v0.request import DescribeProducersRequest
+from kio.schema.describe_producers.v0.request import (
+    TopicRequest as DescribeProducersTopic,
+)
+from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
-from kio.schema.list_offsets.v7.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
+from kio.schema.list_offsets.v7.request import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
+)
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.schema.produce.v9.request import (
+    PartitionProduceData,
+    ProduceRequest,
+    TopicProduceData,
+)
 from kio.static.primitive import i16, i32, i32Timedelta, i64
 
 from minikafka.protocol import codec
@@ -263,6 +284,93 @@ def fetch_records(c: RawClient, topic: str, partition: int, offset: int) -> list
             out.extend(iter_records(data, pos))
         pos += 12 + length
     return out
+
+
+def describe_producers(c: RawClient, topic: str, partition: int) -> list[Any]:
+    """The partition's active producers (DescribeProducers v0, KIP-664): entries with producer_id,
+    producer_epoch, last_sequence, last_timestamp, current_txn_start_offset."""
+    resp = c.request(DescribeProducersRequest(topics=(
+        DescribeProducersTopic(name=topic, partition_indexes=(i32(partition),)),)), 0)
+    p = resp.topics[0].partitions[0]
+    if p.error_code != 0:
+        raise AssertionError(f"DescribeProducers error {p.error_code}: {p.error_message}")
+    return list(p.active_producers)
+
+
+def describe_transaction(c: RawClient, transactional_id: str) -> SimpleNamespace:
+    """DescribeTransactions v0 (KIP-664) for one id: error_code (105 TRANSACTIONAL_ID_NOT_FOUND once
+    it expired), transaction_state (Kafka's names), transaction_timeout_ms,
+    transaction_start_time_ms, producer_id, producer_epoch, topics {name: [partitions]}.
+
+    Decoded by hand: TransactionStartTimeMs is -1 when no transaction has started (Empty, unknown
+    id), and kio's reader for that field refuses negative timestamps."""
+    corr = c.send(DescribeTransactionsRequest(transactional_ids=(transactional_id,)), 0)
+    r = _Reader(c.recv_frame())
+    assert r.i32() == corr, "correlation id mismatch"
+    r.tags()          # response header v1
+    r.i32()           # throttle_time_ms
+    count = r.uvarint() - 1
+    assert count == 1, f"{count} transaction states for one id"
+    state = SimpleNamespace(
+        error_code=r.i16(), transactional_id=r.string(), transaction_state=r.string(),
+        transaction_timeout_ms=r.i32(), transaction_start_time_ms=r.i64(), producer_id=r.i64(),
+        producer_epoch=r.i16(), topics={})
+    for _ in range(r.uvarint() - 1):
+        name = r.string()
+        state.topics[name] = [r.i32() for _ in range(r.uvarint() - 1)]
+        r.tags()
+    r.tags()
+    return state
+
+
+class _Reader:
+    """Just enough of the flexible-version encoding to decode one response by hand."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = data, 0
+
+    def _unpack(self, fmt: str) -> int:
+        (v,) = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += struct.calcsize(fmt)
+        return int(v)
+
+    def i16(self) -> int:
+        return self._unpack(">h")
+
+    def i32(self) -> int:
+        return self._unpack(">i")
+
+    def i64(self) -> int:
+        return self._unpack(">q")
+
+    def uvarint(self) -> int:
+        shift = value = 0
+        while True:
+            b = self.data[self.pos]
+            self.pos += 1
+            value |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return value
+            shift += 7
+
+    def string(self) -> str:
+        n = self.uvarint() - 1
+        out = self.data[self.pos:self.pos + n].decode()
+        self.pos += n
+        return out
+
+    def tags(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self.pos += self.uvarint()
+
+
+def init_producer_id(c: RawClient, transactional_id: str | None, *, timeout_ms: int = 60_000,
+                     expected: tuple[int, int] = (-1, -1)) -> Any:
+    """One InitProducerId v4; `expected` is the (producer id, epoch) a KIP-360 client already holds."""
+    return c.request(InitProducerIdRequest(
+        transactional_id=transactional_id, transaction_timeout=ms(timeout_ms),
+        producer_id=i64(expected[0]), producer_epoch=i16(expected[1])), 4)
 
 
 def wait_for_topic(c: RawClient, topic: str, timeout: float = 10.0) -> None:

@@ -8,14 +8,13 @@ offsetsForTimes -> offsets_for_times; seekToEnd + position -> assign at OFFSET_E
 resolved fetch position from librdkafka's partition-EOF event (position() only follows consumed
 messages in librdkafka).
 
-T-INT-13..17 need the fault proxy, test hooks or expiration configs and are not in this file.
+T-INT-13..17 need the fault proxy, test hooks or expiration settings: test_txn_fencing_expiry.py.
+The helpers shared by both files are in tests/txnclients.py.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
-from typing import Any
 
 import pytest
 from clients import create_topic, end_position, read_to_eof, uniq, wait_until
@@ -26,142 +25,22 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
+from txnclients import (
+    QUIET,
+    all_tps,
+    assert_fatal_fenced,
+    assert_transaction_fenced,
+    hwm,
+    lso,
+    send,
+    send_expect_fenced,
+    two_topics,
+    txn_producer,
+    values,
+    wait_stable,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.reliability, pytest.mark.timeout(180)]
-
-QUIET = {"log_level": 3}
-FENCED_DELIVERY_CODES = {KafkaError._FENCED, KafkaError.INVALID_PRODUCER_EPOCH, KafkaError.PRODUCER_FENCED}
-
-
-# -- helpers ------------------------------------------------------------------------------------
-
-
-
-
-def two_topics(bs: str, partitions: int = 4) -> tuple[str, str]:
-    t1, t2 = uniq("topic1"), uniq("topic2")
-    create_topic(bs, t1, partitions)
-    create_topic(bs, t2, partitions)
-    return t1, t2
-
-
-class ErrorLog(list):
-    """error_cb: client-level errors (a fatal fencing error is reported here instead of being raised
-    from inside a delivery callback by confluent-kafka)."""
-
-    def __call__(self, err: KafkaError) -> None:
-        self.append(err)
-
-
-class TxnProducer(Producer):
-    error_log: ErrorLog
-
-
-def txn_producer(bs: str, tid: str, init: bool = True, **conf: Any) -> TxnProducer:
-    log = ErrorLog()
-    p = TxnProducer({"bootstrap.servers": bs, "transactional.id": tid, "linger.ms": 5, "error_cb": log,
-                     **QUIET, **conf})
-    p.error_log = log
-    if init:
-        p.init_transactions(30)
-    return p
-
-
-class Sent:
-    """Delivery reports of one producer."""
-
-    def __init__(self) -> None:
-        self.ok: list[Any] = []
-        self.errors: list[KafkaError] = []
-
-    def __call__(self, err: KafkaError | None, msg: Any) -> None:
-        (self.errors.append(err) if err else self.ok.append(msg))
-
-
-def send(p: Producer, records: Iterable[tuple[str, int | None, bytes | None, bytes]], timeout: float = 30.0,
-         timestamp: int | None = None) -> list[Any]:
-    """Produce (topic, partition, key, value), flush, and require every delivery to succeed."""
-    sent = Sent()
-    n = 0
-    for topic, partition, key, value in records:
-        kw: dict[str, Any] = {"key": key, "value": value, "on_delivery": sent}
-        if partition is not None:
-            kw["partition"] = partition
-        if timestamp is not None:
-            kw["timestamp"] = timestamp
-        p.produce(topic, **kw)
-        n += 1
-        if n % 1000 == 0:
-            p.poll(0)
-    assert p.flush(timeout) == 0, "records not delivered in time"
-    assert not sent.errors, f"delivery errors: {sent.errors[:5]}"
-    assert len(sent.ok) == n
-    return sent.ok
-
-
-def flush_raising(p: Producer, timeout: float = 30.0) -> None:
-    """flush(); a fatal error raised by confluent-kafka while it serves the delivery callbacks comes
-    out as SystemError chained to the KafkaException: re-raise the KafkaException."""
-    try:
-        p.flush(timeout)
-    except SystemError as exc:
-        if isinstance(exc.__cause__, KafkaException):
-            raise exc.__cause__ from None
-        # Sometimes the SystemError carries no cause ("returned NULL without setting an exception");
-        # the fatal error itself was then reported to error_cb.
-        fatal = [e for e in getattr(p, "error_log", []) if e.fatal()]
-        if fatal:
-            raise KafkaException(fatal[0]) from None
-        raise
-
-
-def assert_fatal_fenced(exc: KafkaException) -> None:
-    err = exc.args[0]
-    assert err.code() == KafkaError._FENCED, err
-    assert err.fatal(), err
-
-
-def lso(bs: str, topic: str, partition: int) -> int:
-    return _watermark(bs, topic, partition, "read_committed")
-
-
-def hwm(bs: str, topic: str, partition: int) -> int:
-    return _watermark(bs, topic, partition, "read_uncommitted")
-
-
-def _watermark(bs: str, topic: str, partition: int, isolation: str) -> int:
-    c = Consumer({"bootstrap.servers": bs, "group.id": uniq("probe"), "isolation.level": isolation, **QUIET})
-    try:
-        return int(c.get_watermark_offsets(TopicPartition(topic, partition), timeout=10, cached=False)[1])
-    finally:
-        c.close()
-
-
-def wait_stable(bs: str, tps: list[tuple[str, int]], timeout: float = 15.0) -> None:
-    """Poll until LSO == HWM on every partition (the oracle "no hanging transaction"). Kafka answers
-    EndTxn before it writes the markers, so a read_committed read right after commit_transaction()
-    could stop at an LSO that is about to move: settle first."""
-    base = {"bootstrap.servers": bs, "group.id": uniq("probe"), **QUIET}
-    rc = Consumer({**base, "isolation.level": "read_committed"})
-    ru = Consumer({**base, "isolation.level": "read_uncommitted"})
-    try:
-        for t, p in tps:
-            tp = TopicPartition(t, p)
-            wait_until(lambda tp=tp: (rc.get_watermark_offsets(tp, timeout=10, cached=False)[1]
-                                      == ru.get_watermark_offsets(tp, timeout=10, cached=False)[1]),
-                       timeout, f"LSO == HWM on {t}/{p}")
-    finally:
-        rc.close()
-        ru.close()
-
-
-
-def all_tps(*topics: str, partitions: int = 4) -> list[tuple[str, int]]:
-    return [(t, p) for t in topics for p in range(partitions)]
-
-
-def values(records: Iterable[tuple[Any, ...]]) -> list[bytes]:
-    return [r[4] for r in records]
 
 
 # -- T-INT-1 ------------------------------------------------------------------------------------
@@ -262,7 +141,7 @@ def test_t_int_3_delayed_fetch_includes_aborted_transaction(kafka_broker) -> Non
 
 def _committed_or_zero(c: Consumer, parts: list[TopicPartition]) -> list[TopicPartition]:
     got = c.committed(parts, timeout=10)
-    return [TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0) for tp in got]
+    return [TopicPartition(tp.topic, tp.partition, max(tp.offset, 0)) for tp in got]
 
 
 @pytest.mark.parametrize("metadata", ["group_id_only", "consumer"])
@@ -372,31 +251,6 @@ def test_t_int_6_fencing_on_send_offsets(kafka_broker) -> None:
     _only_p2_visible(bs, t1, t2)
 
 
-def _send_expect_fenced(p: TxnProducer, topic: str, partition: int, value: bytes) -> str:
-    """Send one record from a fenced producer: the send must fail, either at produce() with a fatal
-    _FENCED, or with a delivery report carrying a fencing error. Returns what happened."""
-    sent = Sent()
-    try:
-        p.produce(topic, partition=partition, value=value, on_delivery=sent)
-    except KafkaException as exc:
-        assert_fatal_fenced(exc)
-        return "produce() raised fatal _FENCED"
-    try:
-        flush_raising(p)
-    except KafkaException as exc:
-        assert_fatal_fenced(exc)
-        assert not sent.ok, "a fenced producer's record was acknowledged"
-        return "flush() raised fatal _FENCED"
-    assert not sent.ok, "a fenced producer's record was acknowledged"
-    assert len(sent.errors) == 1, "no delivery report for the fenced producer's record"
-    fatal = [e for e in p.error_log if e.fatal()]
-    if sent.errors[0].code() not in FENCED_DELIVERY_CODES:
-        # librdkafka may fail the queued record with the fatal error's own code path; then the
-        # fatal error itself must be the fencing one.
-        assert fatal and fatal[0].code() == KafkaError._FENCED, (sent.errors, list(p.error_log))
-    return f"delivery report {sent.errors[0].name()}; fatal errors {[e.name() for e in fatal]}"
-
-
 def test_t_int_7_fencing_on_send(kafka_broker) -> None:
     """After p2 (same id) inited and had its sends acknowledged, p1 sends again: the send fails
     (fatal _FENCED or a fencing delivery error) and p1 can no longer commit; p2 commits;
@@ -404,7 +258,7 @@ def test_t_int_7_fencing_on_send(kafka_broker) -> None:
     bs = kafka_broker.bootstrap
     t1, t2 = two_topics(bs)
     p1, p2 = _fenced_pair(bs, t1, t2)
-    how = _send_expect_fenced(p1, t1, 0, b"5")
+    how = send_expect_fenced(p1, t1, 0, b"5")
     print("p1's late send:", how)
     with pytest.raises(KafkaException) as exc:
         p1.commit_transaction(30)
@@ -428,19 +282,7 @@ def test_t_int_8_fencing_on_add_partitions(kafka_broker) -> None:
     p2.begin_transaction()
     send(p2, [(t1, 0, b"2", b"4"), (t2, 0, b"2", b"4")])
 
-    p1.begin_transaction()  # local state only: no request is sent
-    sent = Sent()
-    fenced: KafkaException | None = None
-    try:
-        p1.produce(t1, partition=0, key=b"1", value=b"5", on_delivery=sent)
-        p1.produce(t2, partition=0, key=b"3", value=b"6", on_delivery=sent)
-        flush_raising(p1)
-        p1.commit_transaction(30)
-    except KafkaException as exc:
-        fenced = exc
-    assert fenced is not None, "the fenced producer committed"
-    assert_fatal_fenced(fenced)
-    assert not sent.ok, "a fenced producer's record was acknowledged"
+    assert_transaction_fenced(p1, [(t1, 0, b"1", b"5"), (t2, 0, b"3", b"6")])
     p2.commit_transaction(30)
     _only_p2_visible(bs, t1, t2)
 
@@ -464,7 +306,7 @@ def test_t_int_9_fencing_on_transaction_expiration(kafka_broker) -> None:
     wait_until(lambda: lso(bs, t1, 0) == hwm(bs, t1, 0) == 2, 15, "timed-out transaction aborted by the broker",
                interval=0.2)
     assert time.monotonic() - t0 >= 0.9, "aborted before the transaction timeout"
-    how = _send_expect_fenced(p, t1, 0, b"2")
+    how = send_expect_fenced(p, t1, 0, b"2")
     print("late send after expiration:", how)
     assert values(read_to_eof(bs, [(t1, 0)], "read_uncommitted")) == [b"1"]
     assert read_to_eof(bs, [(t1, 0)], "read_committed") == []
