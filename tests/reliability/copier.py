@@ -131,8 +131,10 @@ def main() -> int:
                     idle_since = time.monotonic()
                 continue
             idle_since = time.monotonic()
+            in_transaction = False
             try:
                 producer.begin_transaction()
+                in_transaction = True
                 for m in msgs:
                     producer.produce(args.output, key=m.key(), value=m.value(), partition=m.partition())
                     producer.poll(0)
@@ -150,13 +152,19 @@ def main() -> int:
                 if err.code() == KafkaError._FENCED or err.fatal():
                     emit(stage="Fatal", error=str(err))
                     return 1
-                if err.txn_requires_abort():
-                    retry(producer.abort_transaction, 30)
+                if not in_transaction:  # begin_transaction failed: the batch was not processed
                     rewind()
-                    continue
-                if err.retriable():
-                    continue
-                raise
+                    if err.retriable():
+                        continue
+                    raise
+                # Any other failure inside the transaction (a retriable send_offsets_to_transaction
+                # error while the broker restarts, an abortable error) leaves records consumed but
+                # not committed: abort and go back to the committed offsets, as Kafka's
+                # TransactionalMessageCopier does. Continuing with the transaction open would skip
+                # those records (the consumer's position is already past them).
+                retry(producer.abort_transaction, 30)
+                rewind()
+                continue
             emit(stage="ProcessLoop", consumed=consumed, remaining=-1, transactions=txns)
     finally:
         emit(stage="ShutdownComplete", consumed=consumed, transactions=txns)
