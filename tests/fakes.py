@@ -22,7 +22,7 @@ import dataclasses
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 
-from minikafka.coordinator.ports import LogRecord
+from minikafka.coordinator.ports import LogRecord, TransactionalRecords
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import TopicPartition
 
@@ -75,6 +75,7 @@ class InMemoryRecordLog(_Changes):
         self.compaction_wanted = False
         self.compactions: list[int] = []
         self._partitions: dict[int, list[LogRecord]] = {p: [] for p in range(partition_count)}
+        self._start_offsets: dict[int, int] = {}  # after a compaction dropped the head
         self._holds: deque[AppendHold] = deque()
         self.created_at_ms: int | None = None
         self.fail_appends = False
@@ -109,29 +110,57 @@ class InMemoryRecordLog(_Changes):
             self.failed_appends += 1
             self._notify()
             raise OSError("InMemoryRecordLog: append failed (fail_appends is set)")
-        log = self._partitions[partition]
-        base = len(log)
-        for i, (key, value) in enumerate(records):
-            log.append(LogRecord(partition=partition, offset=base + i, key=key, value=value,
-                                 producer_id=producer_id, transactional=producer_id >= 0))
+        base = self._write(partition, records, producer_id, producer_epoch)
         self.appends.append(Append(partition, records, now_ms, base))
         self._notify()
         return base
 
+    def _write(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], producer_id: int = -1,
+               producer_epoch: int = -1) -> int:
+        log = self._partitions[partition]
+        base = self._next_offset(partition)
+        for i, (key, value) in enumerate(records):
+            log.append(LogRecord(partition=partition, offset=base + i, key=key, value=value,
+                                 producer_id=producer_id, transactional=producer_id >= 0,
+                                 producer_epoch=producer_epoch))
+        return base
+
+    def _next_offset(self, partition: int) -> int:
+        log = self._partitions[partition]
+        return log[-1].offset + 1 if log else self._start_offsets.get(partition, 0)
+
+    def _first_open_offset(self, partition: int) -> int | None:
+        """The LSO's stand-in: the first transactional record whose producer has no marker after it."""
+        open_at: dict[int, int] = {}
+        for r in self._partitions[partition]:
+            if r.control_type is not None:
+                open_at.pop(r.producer_id, None)
+            elif r.transactional:
+                open_at.setdefault(r.producer_id, r.offset)
+        return min(open_at.values(), default=None)
+
     def needs_compaction(self, partition: int) -> bool:
         return self.compaction_wanted
 
-    async def compact(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], now_ms: int) -> None:
-        """The partition keeps only the rewritten state (no open transactions in the fake)."""
-        self._partitions[partition] = [LogRecord(partition=partition, offset=i, key=k, value=v)
-                                       for i, (k, v) in enumerate(records)]
+    async def compact(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], now_ms: int,
+                      transactional: Sequence[TransactionalRecords] = ()) -> int:
+        """As the real one: the rewritten state (and still-pending transactional records) go after
+        the log end; everything below it goes, except from the first open transaction on."""
+        keep_from = self._first_open_offset(partition)
+        base = self._write(partition, records)
+        for txn in transactional:
+            self._write(partition, txn.records, txn.producer_id, txn.producer_epoch)
+        cut = base if keep_from is None else min(base, keep_from)
+        self._partitions[partition] = [r for r in self._partitions[partition] if r.offset >= cut]
+        self._start_offsets[partition] = cut
         self.compactions.append(partition)
         self._notify()
+        return base
 
     def inject(self, record: LogRecord) -> None:
         """Put a record into a partition as it is (e.g. a control record), at the next offset."""
         log = self._partitions[record.partition]
-        log.append(record._replace(offset=len(log)))
+        log.append(record._replace(offset=self._next_offset(record.partition)))
         self._notify()
 
     def replay(self) -> Iterator[LogRecord]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
-from minikafka.coordinator.ports import LogRecord
+from minikafka.coordinator.ports import LogRecord, TransactionalRecords
 from minikafka.protocol import records
 from minikafka.protocol.types import TopicPartition
 from minikafka.storage.log_manager import LogManager, TopicError
@@ -62,7 +62,8 @@ class InternalTopicLog:
         return (plog is not None and len(plog.segments) > 1
                 and plog.segments[0].next_offset <= plog.last_stable_offset)
 
-    async def compact(self, partition: int, recs: Sequence[tuple[bytes, bytes | None]], now_ms: int) -> None:
+    async def compact(self, partition: int, recs: Sequence[tuple[bytes, bytes | None]], now_ms: int,
+                      transactional: Sequence[TransactionalRecords] = ()) -> int:
         # Kafka cleans a compacted topic record by record; one node bounds its internal topics the
         # coordinator's way instead: the live state is written again after a roll, and the old
         # segments go, but never past the first offset of an open transaction (the LSO).
@@ -73,7 +74,12 @@ class InternalTopicLog:
         for i in range(0, len(recs), _COMPACTION_BATCH):  # batches stay far below max.message.bytes
             plog.append(records.build_batch(recs[i : i + _COMPACTION_BATCH], timestamp_ms=now_ms), now_ms=now_ms,
                         origin=AppendOrigin.COORDINATOR)
+        for txn in transactional:  # still pending: written again after the live state they may replace
+            plog.append(records.build_batch(list(txn.records), timestamp_ms=now_ms, producer_id=txn.producer_id,
+                                            producer_epoch=txn.producer_epoch, transactional=True),
+                        now_ms=now_ms, origin=AppendOrigin.COORDINATOR)
         plog.delete_records_before(min(base, plog.last_stable_offset))
+        return base
 
     def replay(self) -> Iterator[LogRecord]:
         info = self._logs.topics.get(self.topic)
@@ -101,7 +107,8 @@ class InternalTopicLog:
                             if rec.key is None or len(rec.key) < 4:
                                 continue
                             ctype = int.from_bytes(rec.key[2:4], "big", signed=True)
-                        yield LogRecord(p, rec.offset, rec.key, rec.value, h.producer_id, h.is_transactional, ctype)
+                        yield LogRecord(p, rec.offset, rec.key, rec.value, h.producer_id, h.is_transactional, ctype,
+                                        h.producer_epoch)
                     offset = h.next_offset
                 if offset == start:
                     break

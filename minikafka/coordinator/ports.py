@@ -17,6 +17,15 @@ class LogRecord(NamedTuple):
     producer_id: int = -1
     transactional: bool = False
     control_type: int | None = None  # for control batches: 0 = ABORT, 1 = COMMIT marker
+    producer_epoch: int = -1
+
+
+class TransactionalRecords(NamedTuple):
+    """Records of one producer's open transaction, rewritten by a compaction."""
+
+    producer_id: int
+    producer_epoch: int
+    records: Sequence[tuple[bytes, bytes | None]]
 
 
 class RecordLog(Protocol):
@@ -41,7 +50,10 @@ class RecordLog(Protocol):
     def needs_compaction(self, partition: int) -> bool:
         """True once the partition's log has rolled past its first segment."""
 
-    async def compact(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], now_ms: int) -> None:
+    async def compact(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], now_ms: int,
+                      transactional: Sequence[TransactionalRecords] = ()) -> int:
         """Bound a compacted internal topic: roll, append `records` (the complete live state of the
-        partition, in the topic's record schemas) and drop every segment below them that holds no
-        open transaction. Replaying the partition afterwards gives the same state."""
+        partition, in the topic's record schemas), then each of `transactional` as a batch of its
+        producer's open transaction, and drop every segment below them that holds no open
+        transaction. Replaying the partition afterwards gives the same state. Returns the offset of
+        the first rewritten record; the others follow it one by one, in the order given."""

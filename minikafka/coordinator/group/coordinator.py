@@ -10,9 +10,10 @@ futures keyed by (group id, member id) and answered when a later step (another m
 the timer calling `expire`) produces their result.
 
 State is a replay of the log: `load()` folds every record of `__consumer_offsets` through the same
-apply functions the live path uses. Transactional offset commits (TxnOffsetCommit, not served yet)
-are kept per producer id until `complete_transaction` sees the COMMIT/ABORT marker; replay does the
-same with transactional batches and control records.
+apply functions the live path uses. Transactional offset commits (TxnOffsetCommit) are kept per
+producer id until `complete_transaction` sees the COMMIT/ABORT marker; replay does the same with
+transactional batches and control records. Every offset remembers the offset of its record, so a
+committed transaction's offsets replace only older commits (Kafka's recordOffset rule).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import structlog
@@ -35,7 +36,7 @@ from minikafka.coordinator.group.decisions import (
     SyncResult,
 )
 from minikafka.coordinator.group.state import Group, GroupEvent, GroupState, OffsetAndMetadata, next_state
-from minikafka.coordinator.ports import LogRecord, RecordLog
+from minikafka.coordinator.ports import LogRecord, RecordLog, TransactionalRecords
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import TopicPartition
 
@@ -94,6 +95,7 @@ class GroupCoordinator:
         self.offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
         # producer id -> group -> partition -> offset, until the transaction's marker
         self.pending_txn_offsets: dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata]]] = {}
+        self._pending_epochs: dict[int, int] = {}  # producer id -> epoch of its pending offsets
         self._join_waiters: dict[tuple[str, str], list[asyncio.Future[JoinResult]]] = {}
         self._sync_waiters: dict[tuple[str, str], list[asyncio.Future[SyncResult]]] = {}
         self._next_retention_check_ms: int | None = None
@@ -127,11 +129,12 @@ class GroupCoordinator:
             return "none"
         key = offsets_log.decode_key(rec.key)
         if isinstance(key, offsets_log.OffsetKey):
-            om = None if rec.value is None else offsets_log.decode_offset_value(rec.value)
+            om = None if rec.value is None else replace(offsets_log.decode_offset_value(rec.value),
+                                                         record_offset=rec.offset)
             if rec.transactional:
                 if om is not None:
-                    self.pending_txn_offsets.setdefault(rec.producer_id, {}).setdefault(
-                        key.group_id, {})[key.tp] = om
+                    self.add_pending_transactional_offsets(rec.producer_id, rec.producer_epoch, key.group_id,
+                                                           {key.tp: om})
             else:
                 self._apply_offset(key.group_id, key.tp, om)
             return "offset"
@@ -314,12 +317,15 @@ class GroupCoordinator:
 
     # ------------------------------------------------------------------------------ offsets
     async def _append_offsets(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata],
-                              now_ms: int, *, producer_id: int = -1, producer_epoch: int = -1) -> None:
-        """Offset commit records for the group's partition; transactional when a producer is given."""
+                              now_ms: int, *, producer_id: int = -1, producer_epoch: int = -1
+                              ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Offset commit records for the group's partition; transactional when a producer is given.
+        Returns the offsets with the offsets of their records."""
         self._log.ensure_created(now_ms)
-        await self._log.append(self.partition_for(group_id), [
+        base = await self._log.append(self.partition_for(group_id), [
             (offsets_log.offset_commit_key(group_id, tp), offsets_log.offset_commit_value(om))
             for tp, om in offsets.items()], now_ms, producer_id=producer_id, producer_epoch=producer_epoch)
+        return {tp: replace(om, record_offset=base + i) for i, (tp, om) in enumerate(offsets.items())}
 
     async def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None,
                              generation_id: int, offsets: Mapping[TopicPartition, OffsetCommitEntry],
@@ -330,8 +336,8 @@ class GroupCoordinator:
             return {tp: code for tp in offsets}
         results, accepted = _accept_offsets(offsets, now_ms)
         if accepted:
-            await self._append_offsets(group_id, accepted, now_ms)
-            for tp, om in accepted.items():
+            written = await self._append_offsets(group_id, accepted, now_ms)
+            for tp, om in written.items():
                 self._apply_offset(group_id, tp, om)
             if group_id not in self.groups:
                 # Simple consumers and admin clients commit for groups that never had members.
@@ -377,7 +383,9 @@ class GroupCoordinator:
     async def compact(self, now_ms: int) -> int:
         """Keep __consumer_offsets bounded: for each partition whose log rolled, write every live
         group and committed offset of that partition again and drop the older segments (see
-        RecordLog.compact). Pending transactional offsets stay where they are, above the LSO."""
+        RecordLog.compact). Pending transactional offsets that would still replace a committed one
+        are written again after it, in their producer's transaction, so that replay keeps their
+        order; the older segments holding open transactions stay (they are above the LSO)."""
         compacted = 0
         for p in range(self._log.partition_count):
             if not self._log.needs_compaction(p):
@@ -386,13 +394,47 @@ class GroupCoordinator:
             for gid, group in self.groups.items():
                 if self.partition_for(gid) == p and group.state is not GroupState.DEAD:
                     records.append((offsets_log.group_metadata_key(gid), offsets_log.group_metadata_value(group)))
-            for gid, offsets in self.offsets.items():
-                if self.partition_for(gid) == p:
-                    records.extend((offsets_log.offset_commit_key(gid, tp), offsets_log.offset_commit_value(om))
-                                   for tp, om in offsets.items())
-            await self._log.compact(p, records, now_ms)
+            committed = [(gid, tp, om) for gid, offsets in self.offsets.items() if self.partition_for(gid) == p
+                         for tp, om in offsets.items()]
+            records.extend((offsets_log.offset_commit_key(gid, tp), offsets_log.offset_commit_value(om))
+                           for gid, tp, om in committed)
+            pending = self._pending_rewrite(p)
+            base = await self._log.compact(p, records, now_ms, [
+                TransactionalRecords(pid, self._pending_epochs.get(pid, -1),
+                                     [(offsets_log.offset_commit_key(gid, tp), offsets_log.offset_commit_value(om))
+                                      for gid, tp, om in run])
+                for pid, run in pending])
+            # The cache follows the log: the rewritten records' offsets are the ones replay will see
+            # (an entry replaced while the append ran keeps its own, newer record offset).
+            offset = base + len(records) - len(committed)
+            for gid, tp, om in committed:
+                if self.offsets.get(gid, {}).get(tp) is om:
+                    self.offsets[gid][tp] = replace(om, record_offset=offset)
+                offset += 1
+            for pid, run in pending:
+                for gid, tp, om in run:
+                    still = self.pending_txn_offsets.get(pid, {}).get(gid, {})
+                    if still.get(tp) is om:
+                        still[tp] = replace(om, record_offset=offset)
+                    offset += 1
             compacted += 1
         return compacted
+
+    def _pending_rewrite(self, partition: int) -> list[tuple[int, list[tuple[str, TopicPartition, OffsetAndMetadata]]]]:
+        """The pending transactional offsets of groups on `partition` that would still win at their
+        COMMIT marker (written after the committed offset), in log order, as runs of one producer."""
+        entries = sorted(
+            ((om.record_offset, pid, gid, tp, om) for pid, by_group in self.pending_txn_offsets.items()
+             for gid, offsets in by_group.items() if self.partition_for(gid) == partition
+             for tp, om in offsets.items()
+             if tp not in self.offsets.get(gid, {}) or om.record_offset > self.offsets[gid][tp].record_offset),
+            key=lambda e: e[0])
+        runs: list[tuple[int, list[tuple[str, TopicPartition, OffsetAndMetadata]]]] = []
+        for _ro, pid, gid, tp, om in entries:
+            if not runs or runs[-1][0] != pid:
+                runs.append((pid, []))
+            runs[-1][1].append((gid, tp, om))
+        return runs
 
     # ------------------------------------------------------------------------------ admin
     def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> list[Group]:
@@ -447,16 +489,17 @@ class GroupCoordinator:
             return {tp: code for tp in offsets}
         results, accepted = _accept_offsets(offsets, now_ms)
         if accepted:
-            await self._append_offsets(group_id, accepted, now_ms, producer_id=producer_id,
-                                       producer_epoch=producer_epoch)
-            self.add_pending_transactional_offsets(producer_id, group_id, accepted)
+            written = await self._append_offsets(group_id, accepted, now_ms, producer_id=producer_id,
+                                                 producer_epoch=producer_epoch)
+            self.add_pending_transactional_offsets(producer_id, producer_epoch, group_id, written)
         return results
 
-    def add_pending_transactional_offsets(self, producer_id: int, group_id: str,
+    def add_pending_transactional_offsets(self, producer_id: int, producer_epoch: int, group_id: str,
                                           offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         """For TxnOffsetCommit (after its transactional batch was appended): invisible to
         OffsetFetch until the COMMIT marker."""
         self.pending_txn_offsets.setdefault(producer_id, {}).setdefault(group_id, {}).update(offsets)
+        self._pending_epochs[producer_id] = producer_epoch
 
     def complete_transaction(self, partition: int, producer_id: int, committed: bool) -> None:
         """Called for a COMMIT/ABORT marker on `__consumer_offsets` partition `partition` (live, and
@@ -469,9 +512,14 @@ class GroupCoordinator:
             offsets = by_group.pop(gid)
             if not committed:
                 continue
+            current = self.offsets.get(gid, {})
             for tp, om in offsets.items():
-                self._apply_offset(gid, tp, om)
+                # Kafka keeps the most recent commit of a mix of plain and transactional ones: a
+                # plain OffsetCommit written after this TxnOffsetCommit stays.
+                if tp not in current or om.record_offset > current[tp].record_offset:
+                    self._apply_offset(gid, tp, om)
             if gid not in self.groups:
                 self.groups[gid] = Group(group_id=gid, state=GroupState.EMPTY)
         if not by_group:
             self.pending_txn_offsets.pop(producer_id, None)
+            self._pending_epochs.pop(producer_id, None)

@@ -200,3 +200,7 @@ class OffsetAndMetadata:
     metadata: str = ""
     commit_timestamp_ms: int
     expire_timestamp_ms: int | None = None
+    # Where in __consumer_offsets the record carrying it lies (Kafka's recordOffset; not part of the
+    # record's value): a transaction's offsets replace a committed offset only if they were
+    # written after it, so a plain OffsetCommit that came after the TxnOffsetCommit wins.
+    record_offset: int = -1

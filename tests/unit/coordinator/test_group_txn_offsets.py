@@ -64,3 +64,91 @@ async def test_marker_completes_only_its_partition_live_and_on_replay() -> None:
     c.complete_transaction(c.partition_for(a), PID, False)
     assert _offset(c, a) == (-1, ErrorCode.none)
     assert _offset(c, b) == (20, ErrorCode.none)
+
+
+# -- a mix of plain and transactional commits of one partition (Kafka's recordOffset rule) ------
+
+GROUP = "g0"
+
+
+async def _txn_commit(c: GroupCoordinator, offset: int, pid: int = PID) -> None:
+    codes = await c.commit_transactional_offsets(GROUP, producer_id=pid, producer_epoch=3, member_id="",
+                                                 group_instance_id=None, generation_id=-1,
+                                                 offsets={TP: OffsetCommitEntry(offset=offset)}, now_ms=T0)
+    assert codes == {TP: ErrorCode.none}
+
+
+async def _plain_commit(c: GroupCoordinator, offset: int) -> None:
+    codes = await c.commit_offsets(GROUP, "", None, -1, {TP: OffsetCommitEntry(offset=offset)}, now_ms=T0)
+    assert codes == {TP: ErrorCode.none}
+
+
+def _marker(log: InMemoryRecordLog, c: GroupCoordinator, commit: bool, pid: int = PID) -> None:
+    """The marker as WriteTxnMarkers delivers it: into the log, and to the live coordinator."""
+    log.inject(LogRecord(partition=c.partition_for(GROUP), offset=0, key=b"\x00\x00\x00\x01", value=None,
+                         producer_id=pid, transactional=True, control_type=1 if commit else 0))
+    c.complete_transaction(c.partition_for(GROUP), pid, commit)
+
+
+def _committed(c: GroupCoordinator) -> int:
+    """The committed offset as a read_uncommitted OffsetFetch sees it (pending ones not counted)."""
+    (fetched,) = c.fetch_offsets(GROUP, [TP], require_stable=False)
+    return fetched.offset
+
+
+@pytest.mark.parametrize("compact_before_marker", [False, True], ids=["plain", "compacted"])
+async def test_plain_commit_after_txn_offset_commit_wins(compact_before_marker: bool) -> None:
+    """TxnOffsetCommit 5, then a plain OffsetCommit 9, then the COMMIT marker: 9 stays (it was written
+    after the transaction's offset), live and on replay, also across a compaction of
+    __consumer_offsets between the commits and the marker."""
+    log = InMemoryRecordLog()
+    c = _coordinator(log)
+    await _plain_commit(c, 1)
+    await _txn_commit(c, 5)
+    await _plain_commit(c, 9)
+    if compact_before_marker:
+        log.compaction_wanted = True
+        assert await c.compact(T0) == 50
+        log.compaction_wanted = False
+        assert _committed(_coordinator(log)) == 9
+    _marker(log, c, commit=True)
+    assert _offset(c, GROUP) == (9, ErrorCode.none)
+    assert _offset(_coordinator(log), GROUP) == (9, ErrorCode.none)
+
+
+@pytest.mark.parametrize("compact_before_marker", [False, True], ids=["plain", "compacted"])
+async def test_txn_offset_commit_after_plain_commit_wins_at_commit_only(compact_before_marker: bool) -> None:
+    """A plain commit 1, then TxnOffsetCommit 5: the COMMIT marker makes it 5, an ABORT keeps 1; a
+    compaction in between (which writes the committed 1 again, after the pending 5) changes
+    neither, live or on replay."""
+    for commit, expected in ((True, 5), (False, 1)):
+        log = InMemoryRecordLog()
+        c = _coordinator(log)
+        await _plain_commit(c, 1)
+        await _txn_commit(c, 5)
+        if compact_before_marker:
+            log.compaction_wanted = True
+            await c.compact(T0)
+            log.compaction_wanted = False
+            replayed = _coordinator(log)
+            assert _offset(replayed, GROUP) == (-1, ErrorCode.unstable_offset_commit)
+            assert replayed.pending_txn_offsets[PID][GROUP][TP].offset == 5
+        _marker(log, c, commit=commit)
+        assert _offset(c, GROUP) == (expected, ErrorCode.none), commit
+        assert _offset(_coordinator(log), GROUP) == (expected, ErrorCode.none), commit
+
+
+async def test_the_later_of_two_transactions_wins_whatever_the_marker_order() -> None:
+    """Producer A's TxnOffsetCommit 5, then producer B's 7, B's COMMIT marker lands first: A's later
+    marker does not take the partition back to 5 (Kafka compares record offsets)."""
+    log = InMemoryRecordLog()
+    c = _coordinator(log)
+    await _txn_commit(c, 5, pid=PID)
+    await _txn_commit(c, 7, pid=PID + 1)
+    log.compaction_wanted = True
+    await c.compact(T0)
+    log.compaction_wanted = False
+    _marker(log, c, commit=True, pid=PID + 1)
+    _marker(log, c, commit=True, pid=PID)
+    assert _offset(c, GROUP) == (7, ErrorCode.none)
+    assert _offset(_coordinator(log), GROUP) == (7, ErrorCode.none)
