@@ -61,10 +61,19 @@ def decode_request(frame: bytes, served: dict[int, versions.VersionRange]) -> De
         raise UnsupportedVersion(api_key, api_version, correlation_id)
     try:
         cls = versions.request_class(api_key, api_version)
-        header_cls = RequestHeaderV2 if cls.__flexible__ else RequestHeaderV1
+        flexible = bool(cls.__flexible__)
+        header_cls = RequestHeaderV2 if flexible else RequestHeaderV1
+        try:
+            # Before kio, which preallocates arrays by their length (see _bounds_checker).
+            _bounds_checker(cls)(frame, _header_walk(frame, flexible))
+        except UnknownTaggedField:
+            # A newer client may send tagged fields this version does not define; Kafka skips them,
+            # kio refuses them: decode a copy of the frame without them.
+            frame = _without_unknown_tags(frame, cls)
         header, used = _reader(header_cls)(frame, 0)
-        _bounds_checker(cls)(frame, used)  # before kio, which preallocates arrays by their length
-        body, used2 = _reader(cls)(frame, used)
+        body, _used = _reader(cls)(frame, used)
+    except FramingError:
+        raise
     except Exception as exc:  # kio raises assorted errors on malformed input
         raise FramingError(f"cannot decode api_key={api_key} v{api_version}: {exc!r}") from exc
     # Bytes after the body are ignored, as Kafka's RequestContext.parseRequest ignores them
@@ -77,6 +86,26 @@ def decode_request(frame: bytes, served: dict[int, versions.VersionRange]) -> De
 # from its declared length before reading any element, so a length of 2**32-2 aborts the whole
 # process on a failed allocation. This walk reads only lengths and sizes, and refuses any array
 # longer than the bytes left (Kafka's rule) or any string, bytes or tagged field past the end.
+#
+# The same walk, given an `out` buffer, copies the structure into it without the tagged fields the
+# schema does not know (the slow path for the rare request that has some). Every walker is
+# (buf, pos, out=None) -> end position.
+
+
+class UnknownTaggedField(Exception):
+    """A tagged field the request's schema does not define (raised by the checking walk only)."""
+
+
+def _uvarint_bytes(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
 
 _FIXED_SIZE = {
     "bool": 1, "int8": 1, "int16": 2, "uint16": 2, "error_code": 2, "int32": 4, "uint32": 4,
@@ -122,17 +151,21 @@ def _value_walker(kafka_type: str | None, entity: type[Any] | None, flexible: bo
         return _bounds_checker(entity)
     assert kafka_type is not None
     size = _FIXED_SIZE.get(kafka_type)
-    if size is not None:
-        return lambda buf, pos: _skip(buf, pos, size)
     wide = kafka_type in ("bytes", "records")
-    if kafka_type not in ("string", "bytes", "records"):
+    if size is None and kafka_type not in ("string", "bytes", "records"):
         raise TypeError(f"unknown kafka_type {kafka_type}")
 
-    def var(buf: bytes, pos: int) -> int:
-        n, pos = _length(buf, pos, flexible, wide)
-        return _skip(buf, pos, n)
+    def value(buf: bytes, pos: int, out: bytearray | None = None) -> int:
+        if size is not None:
+            end = _skip(buf, pos, size)
+        else:
+            n, start = _length(buf, pos, flexible, wide)
+            end = _skip(buf, start, n)
+        if out is not None:
+            out += buf[pos:end]
+        return end
 
-    return var
+    return value
 
 
 def _field_walker(f: Any, flexible: bool) -> Any:
@@ -144,12 +177,15 @@ def _field_walker(f: Any, flexible: bool) -> Any:
     if not isinstance(kind, EntityTupleField | PrimitiveTupleField):
         return item
 
-    def array(buf: bytes, pos: int) -> int:
-        n, pos = _length(buf, pos, flexible, True)
-        if n < -1 or n > len(buf) - pos:
-            raise FramingError(f"array of {n} elements with {len(buf) - pos} bytes left")
+    def array(buf: bytes, pos: int, out: bytearray | None = None) -> int:
+        n, start = _length(buf, pos, flexible, True)
+        if n < -1 or n > len(buf) - start:
+            raise FramingError(f"array of {n} elements with {len(buf) - start} bytes left")
+        if out is not None:
+            out += buf[pos:start]
+        pos = start
         for _ in range(n):
-            pos = item(buf, pos)
+            pos = item(buf, pos, out)
         return pos
 
     return array
@@ -170,24 +206,66 @@ def _bounds_checker(cls: type[Any]) -> Any:
         else:
             inline.append(_field_walker(f, flexible))
 
-    def walk(buf: bytes, pos: int) -> int:
+    def walk(buf: bytes, pos: int, out: bytearray | None = None) -> int:
         for w in inline:
-            pos = w(buf, pos)
+            pos = w(buf, pos, out)
         if flexible:
             count, pos = _uvarint(buf, pos)
             if count > len(buf) - pos:
                 raise FramingError(f"{count} tagged fields with {len(buf) - pos} bytes left")
+            kept: list[tuple[int, bytearray | None]] = []
             for _ in range(count):
                 tag, pos = _uvarint(buf, pos)
                 size, pos = _uvarint(buf, pos)
                 end = _skip(buf, pos, size)
                 known = tagged.get(tag)
-                if known is not None and known(buf[:end], pos) > end:
-                    raise FramingError(f"tagged field {tag} overruns its size")
+                if known is None:
+                    if out is None:
+                        raise UnknownTaggedField(tag)
+                else:
+                    sub = None if out is None else bytearray()
+                    if known(buf[:end], pos, sub) > end:
+                        raise FramingError(f"tagged field {tag} overruns its size")
+                    kept.append((tag, sub))
                 pos = end
+            if out is not None:
+                out += _uvarint_bytes(len(kept))
+                for tag, sub in kept:
+                    assert sub is not None
+                    out += _uvarint_bytes(tag) + _uvarint_bytes(len(sub)) + sub
         return pos
 
     return walk
+
+
+def _header_walk(frame: bytes, flexible: bool, out: bytearray | None = None) -> int:
+    """End of the request header. Header v2 keeps client_id as a legacy int16 string and defines
+    no tagged fields, so every tagged field there is unknown."""
+    n, pos = _length(frame, _PREFIX.size, False, False)
+    pos = _skip(frame, pos, n)
+    if out is not None:
+        out += frame[:pos]
+    if flexible:
+        count, pos = _uvarint(frame, pos)
+        if count > len(frame) - pos:
+            raise FramingError(f"{count} tagged fields with {len(frame) - pos} bytes left")
+        for _ in range(count):
+            _tag, pos = _uvarint(frame, pos)
+            size, pos = _uvarint(frame, pos)
+            pos = _skip(frame, pos, size)
+        if count and out is None:
+            raise UnknownTaggedField(-1)
+        if out is not None:
+            out += b"\0"
+    return pos
+
+
+def _without_unknown_tags(frame: bytes, cls: type[Any]) -> bytes:
+    """The request frame with every tagged field its schema does not define left out."""
+    out = bytearray()
+    end = _bounds_checker(cls)(frame, _header_walk(frame, bool(cls.__flexible__), out), out)
+    out += frame[end:]
+    return bytes(out)
 
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:

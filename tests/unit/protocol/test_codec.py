@@ -264,3 +264,58 @@ def test_mutated_valid_requests_raise_only_framing_errors(pair_entity, edits, cu
         codec.decode_request(bytes(frame), SERVED)
     except FramingError:
         pass
+
+
+# -- tagged fields the schema does not define (a newer client's): skipped, as Kafka skips them ------
+
+
+def _tags(*fields: tuple[int, bytes]) -> bytes:
+    """A tagged-field section: count, then (tag, size, bytes) each (all values below 128 here)."""
+    out = bytes([len(fields)])
+    for tag, data in fields:
+        out += bytes([tag, len(data)]) + data
+    return out
+
+
+def _metadata_frame(name: str = "t") -> tuple[bytes, int, int]:
+    """A Metadata v12 frame for one topic; the offsets of its header's tag section and of the topic
+    entry's tag section (each a single 0 byte)."""
+    frame = codec.encode_request(12, 5, "cid", metadata_v12(name))[4:]
+    header_tags = codec._header_walk(frame, True) - 1
+    topic_tags = header_tags + 1 + 1 + 16 + 1 + len(name)  # array length, topic id, name
+    assert frame[header_tags] == 0 and frame[topic_tags] == 0 and frame[-1] == 0
+    return frame, header_tags, topic_tags
+
+
+def _put(frame: bytes, at: int, section: bytes) -> bytes:
+    return frame[:at] + section + frame[at + 1:]
+
+
+def test_unknown_tagged_fields_are_skipped_in_header_body_and_nested_entities() -> None:
+    frame, header_tags, topic_tags = _metadata_frame()
+    expected = codec.decode_request(frame, SERVED)
+    # Later positions first, so the earlier offsets stay valid.
+    tagged = _put(frame, len(frame) - 1, _tags((7, b"\xab\xcd"), (90, b"")))
+    tagged = _put(tagged, topic_tags, _tags((3, b"x" * 5)))
+    tagged = _put(tagged, header_tags, _tags((1, b"\x01")))
+    got = codec.decode_request(tagged, SERVED)
+    assert got == expected
+
+
+def test_known_tagged_fields_are_kept_next_to_unknown_ones() -> None:
+    """Fetch v12 defines ClusterId as tag 0; an unknown tag 42 after it is dropped, tag 0 kept."""
+    body = dataclasses.replace(default_entity(versions.request_class(1, 12), nulls=False), cluster_id="the-cluster")
+    frame = codec.encode_request(12, 9, "cid", body)[4:]
+    entry = bytes([0, 12, 12]) + b"the-cluster"  # tag 0, size 12, compact string (length + 1 = 12)
+    assert frame.endswith(bytes([1]) + entry)
+    tagged = frame[: -len(entry) - 1] + bytes([2]) + entry + bytes([42, 1, 0xFF])
+    got = codec.decode_request(tagged, SERVED)
+    assert got.body.cluster_id == "the-cluster"
+    assert got.body == codec.decode_request(frame, SERVED).body
+
+
+def test_unknown_tagged_field_longer_than_the_frame_is_a_framing_error() -> None:
+    frame, _header_tags, _topic_tags = _metadata_frame()
+    bad = frame[:-1] + bytes([1, 9, 100]) + b"\x00" * 3  # claims 100 bytes, has 3
+    with pytest.raises(FramingError):
+        codec.decode_request(bad, SERVED)
