@@ -94,6 +94,19 @@ def ensure_kafka_jars() -> None:
         )
 
 
+def jars_or_skip(what: str) -> None:
+    """For tests: skip (naming `what`) when Java is missing, or Maven is missing and the jars are
+    not cached; otherwise make sure the jars are there. A Maven failure (not its absence) raises, so
+    the test fails with Maven's log. The suite's order is random: whichever test runs first fetches."""
+    import pytest
+
+    if shutil.which("java") is None:
+        pytest.skip(f"{what} needs Java 17+ (`java` not on PATH)")
+    if shutil.which(os.environ.get("MVN", "mvn")) is None and not kafka_jars_available():
+        pytest.skip(f"{what} needs Maven (`mvn`) to fetch the Kafka jars")
+    ensure_kafka_jars()
+
+
 # --------------------------------------------------------------------------------------------------
 # broker
 

@@ -339,9 +339,9 @@ def test_consumer_offsets_topic_is_internal_fetchable_and_not_auto_created(kafka
 
 
 def test_dump_log_segments_decodes_consumer_offsets(broker_factory: Any) -> None:
-    kafka_ref = pytest.importorskip("kafka_ref")
-    if not kafka_ref.kafka_jars_available():
-        pytest.skip("Apache Kafka jars are not cached (bench/kafka/fetch-jars.sh)")
+    import kafka_ref
+
+    kafka_ref.jars_or_skip("DumpLogSegments")
     broker = broker_factory(overrides={**FAST_GROUPS, "offsets.topic.num.partitions": "1"})
     topic, group = "dump-offsets", "g-dump"
     topic_with_data(broker.bootstrap, topic, partitions=2)

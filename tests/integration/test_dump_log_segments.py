@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import time
 from pathlib import Path
 
@@ -60,11 +59,7 @@ def kafka_tools():
     """kafka_ref with the jars in place; skip when Java or Maven are missing."""
     import kafka_ref
 
-    if shutil.which("java") is None:
-        pytest.skip("DumpLogSegments needs Java 17+ (`java` not on PATH)")
-    if shutil.which(os.environ.get("MVN", "mvn")) is None and not kafka_ref.kafka_jars_available():
-        pytest.skip("DumpLogSegments needs Maven (`mvn`) to fetch the Kafka jars")
-    kafka_ref.ensure_kafka_jars()  # Maven failure (not absence) is a test failure, with its log
+    kafka_ref.jars_or_skip("DumpLogSegments")
     return kafka_ref
 
 

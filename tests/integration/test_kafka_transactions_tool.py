@@ -8,8 +8,6 @@ Runs against minikafka and, in the conformance run, against Apache Kafka.
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
 import uuid
 
@@ -26,11 +24,7 @@ TOOL = "org.apache.kafka.tools.TransactionsCommand"
 def kafka_ref_tools():
     import kafka_ref
 
-    if shutil.which("java") is None:
-        pytest.skip("kafka-transactions.sh needs Java 17+ (`java` not on PATH)")
-    if shutil.which(os.environ.get("MVN", "mvn")) is None and not kafka_ref.kafka_jars_available():
-        pytest.skip("kafka-transactions.sh needs Maven (`mvn`) to fetch the Kafka jars")
-    kafka_ref.ensure_kafka_jars()
+    kafka_ref.jars_or_skip("kafka-transactions.sh")
     return kafka_ref
 
 

@@ -207,11 +207,7 @@ def test_idempotent_producer_through_fault_proxy_against_apache_kafka(kafka_brok
     conformance mode skips tests that do not ask for it; the shared broker is not used.)"""
     import kafka_ref
 
-    if shutil.which("java") is None:
-        pytest.skip("Apache Kafka needs Java 17+, but `java` is not on PATH")
-    if shutil.which(os.environ.get("MVN", "mvn")) is None and not kafka_ref.kafka_jars_available():
-        pytest.skip("Apache Kafka jars are not cached and Maven (`mvn`) is not on PATH")
-    kafka_ref.ensure_kafka_jars()  # a Maven failure (not its absence) is a test failure, with its log
+    kafka_ref.jars_or_skip("Apache Kafka")
     proxy_port = free_port()
     kafka_port, controller_port = kafka_ref.free_ports(2, exclude={proxy_port})
     kafka = kafka_ref.ApacheKafka(heap_opts="-Xmx512m")
