@@ -18,6 +18,24 @@ from minikafka.storage.partition_log import AppendOrigin
 
 _READ_CHUNK = 1 << 20
 _COMPACTION_BATCH = 500
+# Rewritten batches stay well below max.message.bytes (1 MiB) whatever the records' sizes (offset
+# metadata may be 4 KiB each).
+_COMPACTION_BATCH_BYTES = 256 * 1024
+
+
+def _chunks(recs: Sequence[tuple[bytes, bytes | None]]) -> Iterator[list[tuple[bytes, bytes | None]]]:
+    """Consecutive runs of at most _COMPACTION_BATCH records and about _COMPACTION_BATCH_BYTES."""
+    chunk: list[tuple[bytes, bytes | None]] = []
+    size = 0
+    for key, value in recs:
+        n = len(key) + len(value or b"") + 32
+        if chunk and (len(chunk) >= _COMPACTION_BATCH or size + n > _COMPACTION_BATCH_BYTES):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append((key, value))
+        size += n
+    if chunk:
+        yield chunk
 
 
 class InternalTopicLog:
@@ -70,14 +88,17 @@ class InternalTopicLog:
         plog = self._logs.logs[TopicPartition(self.topic, partition)]
         plog.roll(now_ms, reason="compaction")
         base = plog.log_end_offset
-        recs = list(recs)
-        for i in range(0, len(recs), _COMPACTION_BATCH):  # batches stay far below max.message.bytes
-            plog.append(records.build_batch(recs[i : i + _COMPACTION_BATCH], timestamp_ms=now_ms), now_ms=now_ms,
+        for chunk in _chunks(recs):
+            plog.append(records.build_batch(chunk, timestamp_ms=now_ms), now_ms=now_ms,
                         origin=AppendOrigin.COORDINATOR)
         for txn in transactional:  # still pending: written again after the live state they may replace
-            plog.append(records.build_batch(list(txn.records), timestamp_ms=now_ms, producer_id=txn.producer_id,
-                                            producer_epoch=txn.producer_epoch, transactional=True),
-                        now_ms=now_ms, origin=AppendOrigin.COORDINATOR)
+            for chunk in _chunks(txn.records):
+                plog.append(records.build_batch(chunk, timestamp_ms=now_ms, producer_id=txn.producer_id,
+                                                producer_epoch=txn.producer_epoch, transactional=True),
+                            now_ms=now_ms, origin=AppendOrigin.COORDINATOR)
+        # The rewritten state must be on disk before the segments it replaces are deleted (roll
+        # already synced the older ones).
+        plog.flush()
         plog.delete_records_before(min(base, plog.last_stable_offset))
         return base
 

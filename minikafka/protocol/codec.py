@@ -224,7 +224,7 @@ def _bounds_checker(cls: type[Any]) -> Any:
                         raise UnknownTaggedField(tag)
                 else:
                     sub = None if out is None else bytearray()
-                    if known(buf[:end], pos, sub) > end:
+                    if known(memoryview(buf)[:end], pos, sub) > end:  # bounds the field; no copy
                         raise FramingError(f"tagged field {tag} overruns its size")
                     kept.append((tag, sub))
                 pos = end

@@ -1,8 +1,9 @@
 """DescribeTransactions (API 65, KIP-664) over the raw protocol, for the states a transactional id
 has before any transaction ran: unknown (never seen, or expired) and Empty (after InitProducerId).
 
-TransactionStartTimeMs is a non-nullable int64 that Kafka sends as -1 in both cases; the broker
-used to fail encoding the answer and close the connection. Runs against Apache Kafka in
+TransactionStartTimeMs is a non-nullable int64: Kafka sends -1 for Empty and leaves every field
+but the error code at its default (0) for an unknown id; the broker used to fail encoding both
+answers and close the connection. Runs against Apache Kafka in
 conformance mode too.
 """
 
@@ -24,6 +25,9 @@ def test_describe_unknown_transactional_id(kafka_broker) -> None:
         state = describe_transaction(c, tid)
         assert int(state.error_code) == TRANSACTIONAL_ID_NOT_FOUND, state
         assert state.transactional_id == tid
+        # Kafka sets only the error code; the other fields keep their schema defaults.
+        assert (state.transaction_state, state.transaction_timeout_ms, state.transaction_start_time_ms,
+                state.producer_id, state.producer_epoch, state.topics) == ("", 0, 0, 0, 0, {}), state
         # The connection is still usable: the answer was encoded and sent.
         again = describe_transaction(c, tid)
         assert int(again.error_code) == TRANSACTIONAL_ID_NOT_FOUND

@@ -113,3 +113,35 @@ def test_most_recent_commit_wins_across_compaction_and_restart(broker_factory, o
     wait_until(lambda: _committed(bs, group, topic) == expected, 10, f"committed offset {expected}")
     broker.restart(hard=True)
     assert _committed(bs, group, topic) == expected
+
+
+def test_deleting_the_group_drops_its_pending_transactional_offsets(kafka_broker) -> None:
+    """DeleteGroups while a transaction holds a TxnOffsetCommit for the group: the transaction's
+    COMMIT must not bring the offsets (or the group) back."""
+    from confluent_kafka.admin import AdminClient
+
+    bs = kafka_broker.bootstrap
+    topic, group = uniq("mixed-offsets"), uniq("deleted-group")
+    create_topic(bs, topic, 1)
+    _commit(bs, group, TopicPartition(topic, 0, 1))
+    tid = uniq("mixed")
+    p = Producer({"bootstrap.servers": bs, "transactional.id": tid, **QUIET})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic, value=b"x", partition=0)
+    meta = Consumer({"bootstrap.servers": bs, "group.id": group, **QUIET})
+    try:
+        p.send_offsets_to_transaction([TopicPartition(topic, 0, 5)], meta.consumer_group_metadata(), 30)
+    finally:
+        meta.close()
+    admin = AdminClient({"bootstrap.servers": bs, **QUIET})
+    admin.delete_consumer_groups([group], request_timeout=30)[group].result(30)
+    p.commit_transaction(30)
+    # InitProducerId with the same id answers only once the transaction is complete, markers and
+    # all (Kafka answers EndTxn before it writes them): then the offset must still be unset.
+    Producer({"bootstrap.servers": bs, "transactional.id": tid, **QUIET}).init_transactions(30)
+    assert _committed(bs, group, topic) == -1001  # OFFSET_INVALID: no committed offset
+    if not getattr(kafka_broker, "external", False):
+        kafka_broker.restart(hard=True)
+        assert _committed(bs, group, topic) == -1001
+

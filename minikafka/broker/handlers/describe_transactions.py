@@ -15,7 +15,7 @@ from minikafka.protocol.types import ZERO_MS
 
 
 # TransactionStartTimeMs is a plain int64 (not nullable): Kafka sends -1 when no transaction has
-# started (Empty, or an unknown id). kio writes a datetime as round(timestamp * 1000), so -1 ms is
+# started (Empty). kio writes a datetime as round(timestamp * 1000), so -1 ms is
 # the instant one millisecond before the epoch.
 NO_START_TIME = datetime.datetime.fromtimestamp(-0.001, datetime.UTC)
 
@@ -35,10 +35,11 @@ class DescribeTransactionsHandler:
         for txn_id in req.transactional_ids:
             meta = self.svc.txn.get(txn_id)
             if meta is None:
+                # Kafka sets only the error code: every other field keeps its schema default (0).
                 out.append(messages.DescribedTransaction(error_code=ErrorCode.transactional_id_not_found,
                                                 transactional_id=txn_id, transaction_state="",
-                                                transaction_timeout=ZERO_MS, transaction_start_time=NO_START_TIME,
-                                                producer_id=-1, producer_epoch=-1, topics=()))
+                                                transaction_timeout=ZERO_MS, transaction_start_time=_time(0),
+                                                producer_id=0, producer_epoch=0, topics=()))
                 continue
             by_topic: dict[str, list[int]] = defaultdict(list)
             for tp in meta.partitions:

@@ -153,6 +153,14 @@ class GroupCoordinator:
                 offsets.pop(tp, None)
                 if not offsets:
                     del self.offsets[group_id]
+            # A tombstone also drops the partition's pending transactional offsets (Kafka's
+            # OffsetMetadataManager.replay): a later COMMIT marker must not bring it back.
+            for by_group in self.pending_txn_offsets.values():
+                pending = by_group.get(group_id)
+                if pending is not None:
+                    pending.pop(tp, None)
+                    if not pending:
+                        del by_group[group_id]
         else:
             self.offsets.setdefault(group_id, {})[tp] = om
 
@@ -203,7 +211,8 @@ class GroupCoordinator:
         for gid in list(self.groups):
             group = self.groups[gid]
             offsets = self.offsets.get(gid, {})
-            expired = decisions.expired_offsets(group, offsets, now_ms, self.offsets_retention_ms)
+            expired = decisions.expired_offsets(group, offsets, now_ms, self.offsets_retention_ms,
+                                                pending=self._pending_partitions(gid))
             records: list[tuple[bytes, bytes | None]] = [
                 (offsets_log.offset_commit_key(gid, tp), None) for tp in expired]
             drop_group = group.state is GroupState.EMPTY and len(expired) == len(offsets) and \
@@ -371,8 +380,8 @@ class GroupCoordinator:
         if top is not ErrorCode.none:
             return top, {}
         results = {tp: by_topic[tp.topic] for tp in partitions}
-        committed = self.offsets.get(group_id, {})
-        doomed = [tp for tp, code in results.items() if code is ErrorCode.none and tp in committed]
+        present = set(self._offset_partitions(group_id))
+        doomed = [tp for tp, code in results.items() if code is ErrorCode.none and tp in present]
         if doomed:
             await self._log.append(self.partition_for(group_id),
                                    [(offsets_log.offset_commit_key(group_id, tp), None) for tp in doomed], now_ms)
@@ -459,17 +468,25 @@ class GroupCoordinator:
             results[gid] = code
             if code is not ErrorCode.none or group is None:
                 continue
-            records: list[tuple[bytes, bytes | None]] = [
-                (offsets_log.offset_commit_key(gid, tp), None) for tp in self.offsets.get(gid, {})]
+            tps = self._offset_partitions(gid)  # committed or pending: both are deleted
+            records: list[tuple[bytes, bytes | None]] = [(offsets_log.offset_commit_key(gid, tp), None) for tp in tps]
             records.append((offsets_log.group_metadata_key(gid), None))
             await self._log.append(self.partition_for(gid), records, now_ms)
             next_state(group.state, GroupEvent.DELETED)
-            self.offsets.pop(gid, None)
+            for tp in tps:
+                self._apply_offset(gid, tp, None)
             self.groups.pop(gid, None)
             log.info("group_deleted", group_id=gid)
         return results
 
     # ------------------------------------------------------------------------------ transactions
+    def _pending_partitions(self, group_id: str) -> set[TopicPartition]:
+        return {tp for by_group in self.pending_txn_offsets.values() for tp in by_group.get(group_id, {})}
+
+    def _offset_partitions(self, group_id: str) -> list[TopicPartition]:
+        """Partitions with a committed or a pending transactional offset, in a stable order."""
+        return sorted(set(self.offsets.get(group_id, {})) | self._pending_partitions(group_id))
+
     def _has_pending(self, group_id: str, tp: TopicPartition | None = None) -> bool:
         for by_group in self.pending_txn_offsets.values():
             offsets = by_group.get(group_id)
@@ -513,12 +530,14 @@ class GroupCoordinator:
             if not committed:
                 continue
             current = self.offsets.get(gid, {})
+            applied = False
             for tp, om in offsets.items():
                 # Kafka keeps the most recent commit of a mix of plain and transactional ones: a
                 # plain OffsetCommit written after this TxnOffsetCommit stays.
                 if tp not in current or om.record_offset > current[tp].record_offset:
                     self._apply_offset(gid, tp, om)
-            if gid not in self.groups:
+                    applied = True
+            if applied and gid not in self.groups:
                 self.groups[gid] = Group(group_id=gid, state=GroupState.EMPTY)
         if not by_group:
             self.pending_txn_offsets.pop(producer_id, None)

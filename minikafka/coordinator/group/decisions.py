@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from minikafka.coordinator.group.state import Group, GroupEvent, GroupState, Member, OffsetAndMetadata, next_state
@@ -636,14 +636,18 @@ def decide_offset_delete(group: Group | None, topics: Iterable[str]) -> tuple[Er
 
 
 def expired_offsets(group: Group | None, offsets: Mapping[TopicPartition, OffsetAndMetadata],
-                    now_ms: int, retention_ms: int) -> list[TopicPartition]:
+                    now_ms: int, retention_ms: int,
+                    pending: Collection[TopicPartition] = ()) -> list[TopicPartition]:
     """offsets.retention.minutes (KIP-211): offsets of an Empty group expire `retention_ms` after
     the group became empty (or after their commit, for groups that never had members); an explicit
-    expire timestamp (OffsetCommit v1 style) wins. Groups with members keep their offsets."""
+    expire timestamp (OffsetCommit v1 style) wins. Groups with members keep their offsets, and so
+    does a partition with a pending transactional offset (Kafka waits for the transaction)."""
     if group is not None and group.state is not GroupState.EMPTY:
         return []
     out = []
     for tp, om in offsets.items():
+        if tp in pending:
+            continue
         if om.expire_timestamp_ms is not None:
             if now_ms >= om.expire_timestamp_ms:
                 out.append(tp)

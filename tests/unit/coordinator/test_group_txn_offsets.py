@@ -152,3 +152,44 @@ async def test_the_later_of_two_transactions_wins_whatever_the_marker_order() ->
     _marker(log, c, commit=True, pid=PID)
     assert _offset(c, GROUP) == (7, ErrorCode.none)
     assert _offset(_coordinator(log), GROUP) == (7, ErrorCode.none)
+
+
+# -- tombstones drop pending transactional offsets (Kafka's OffsetMetadataManager) ---------------
+
+
+async def test_deleted_group_is_not_revived_by_a_later_commit_marker() -> None:
+    log = InMemoryRecordLog()
+    c = _coordinator(log)
+    await _plain_commit(c, 1)
+    await _txn_commit(c, 5)
+    assert await c.delete_groups([GROUP], T0) == {GROUP: ErrorCode.none}
+    _marker(log, c, commit=True)
+    assert _committed(c) == -1
+    assert c.describe_group(GROUP) is None
+    assert _committed(_coordinator(log)) == -1
+
+
+async def test_offset_delete_drops_a_pending_transactional_offset() -> None:
+    log = InMemoryRecordLog()
+    c = _coordinator(log)
+    await _plain_commit(c, 1)
+    await _txn_commit(c, 5)
+    top, results = await c.delete_offsets(GROUP, [TP], T0)
+    assert (top, results) == (ErrorCode.none, {TP: ErrorCode.none})
+    _marker(log, c, commit=True)
+    assert _committed(c) == -1
+    assert _committed(_coordinator(log)) == -1
+
+
+async def test_a_partition_with_a_pending_transactional_offset_does_not_expire() -> None:
+    """Retention would expire the plain commit, but a TxnOffsetCommit of the partition is pending:
+    Kafka keeps the offset until the transaction ends (else the marker would apply an older value)."""
+    log = InMemoryRecordLog()
+    c = _coordinator(log)
+    await _txn_commit(c, 5)
+    await _plain_commit(c, 9)
+    assert await c.expire_offsets(T0 + 10 * 60_000) == 0
+    _marker(log, c, commit=True)
+    assert _committed(c) == 9
+    assert await c.expire_offsets(T0 + 10 * 60_000) == 1
+    assert _committed(c) == -1
