@@ -16,7 +16,7 @@ from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
 
-from minikafka.protocol import versions
+from minikafka.protocol import records, versions
 from minikafka.protocol.errors import FramingError, UnsupportedVersion
 
 API_VERSIONS_KEY = 18
@@ -95,17 +95,6 @@ def decode_request(frame: bytes, served: dict[int, versions.VersionRange]) -> De
 class UnknownTaggedField(Exception):
     """A tagged field the request's schema does not define (raised by the checking walk only)."""
 
-
-def _uvarint_bytes(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 _FIXED_SIZE = {
     "bool": 1, "int8": 1, "int16": 2, "uint16": 2, "error_code": 2, "int32": 4, "uint32": 4,
@@ -229,10 +218,10 @@ def _bounds_checker(cls: type[Any]) -> Any:
                     kept.append((tag, sub))
                 pos = end
             if out is not None:
-                out += _uvarint_bytes(len(kept))
+                out += records.uvarint(len(kept))
                 for tag, sub in kept:
                     assert sub is not None
-                    out += _uvarint_bytes(tag) + _uvarint_bytes(len(sub)) + sub
+                    out += records.uvarint(tag) + records.uvarint(len(sub)) + sub
         return pos
 
     return walk

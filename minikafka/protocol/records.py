@@ -190,17 +190,21 @@ class Record(NamedTuple):
     headers: tuple[tuple[str, bytes | None], ...]
 
 
-def _zigzag(n: int) -> bytes:
-    z = (n << 1) ^ (n >> 63)
+def uvarint(n: int) -> bytes:
+    """Unsigned varint (tagged fields, compact lengths); records use its zigzag form."""
     out = bytearray()
     while True:
-        b = z & 0x7F
-        z >>= 7
-        if z:
+        b = n & 0x7F
+        n >>= 7
+        if n:
             out.append(b | 0x80)
         else:
             out.append(b)
             return bytes(out)
+
+
+def _zigzag(n: int) -> bytes:
+    return uvarint((n << 1) ^ (n >> 63))
 
 
 def _read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:

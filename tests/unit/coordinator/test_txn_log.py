@@ -8,6 +8,7 @@ import pytest
 
 from minikafka.coordinator.transaction import txn_log
 from minikafka.coordinator.transaction.state import TxnMetadata, TxnState
+from minikafka.protocol.records import uvarint
 from minikafka.protocol.types import TopicPartition
 
 pytestmark = pytest.mark.unit
@@ -110,16 +111,6 @@ def test_partitions_are_written_in_a_deterministic_order() -> None:
 
 
 # ---------------------------------------------------------------------------------- v1 (flexible)
-def uvarint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 
 def compact_string(s: str) -> bytes:
