@@ -14,7 +14,7 @@ T-INT-16. Every wait is a polled condition with a deadline.
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from clients import create_topic, producer, read_to_eof, uniq, wait_until
@@ -68,6 +68,26 @@ def producer_state(bs: str, topic: str, partition: int) -> list[tuple[int, int, 
 def coordinator_view(bs: str, tid: str) -> Any:
     with RawClient.connect(bs) as c:
         return describe_transaction(c, tid)
+
+
+class Committed(NamedTuple):
+    """A transactional producer that has committed one record on topic1 p0."""
+
+    topic: str
+    tid: str
+    producer: Any
+    producer_id: int
+    epoch: int
+
+
+def one_committed_transaction(bs: str, name: str, value: bytes) -> Committed:
+    t1, _t2 = two_topics(bs)
+    tid = uniq(name)
+    p = txn_producer(bs, tid)
+    commit_transaction(p, [(t1, 0, value, value)])
+    wait_stable(bs, [(t1, 0)])
+    [(pid, epoch, _seq)] = producer_state(bs, t1, 0)
+    return Committed(t1, tid, p, pid, epoch)
 
 
 def no_fatal(p: Any) -> None:
@@ -145,12 +165,8 @@ def test_t_int_14_failure_to_fence_leaves_the_epoch_alone(configured_broker, tmp
     fail_file = tmp_path / "fail-transaction-log"
     broker = configured_broker(env={"MINIKAFKA_FAIL_TXNLOG_APPEND": str(fail_file)})
     bs = broker.bootstrap
-    t1, _t2 = two_topics(bs)
-    tid = uniq("t-int-14")
-    p1 = txn_producer(bs, tid)
-    commit_transaction(p1, [(t1, 0, b"4", b"4")])
-    wait_stable(bs, [(t1, 0)])
-    [(pid, epoch_e, _seq)] = producer_state(bs, t1, 0)
+    first = one_committed_transaction(bs, "t-int-14", b"4")
+    t1, tid, p1, pid, epoch_e = first.topic, first.tid, first.producer, first.producer_id, first.epoch
 
     fail_file.touch()
     p2 = txn_producer(bs, tid, init=False)
@@ -248,13 +264,9 @@ def test_t_int_16_transaction_after_producer_id_expiry(configured_broker) -> Non
     whose producer state is gone (sequence 0 from an epoch the partition never saw)."""
     broker = configured_broker(overrides=PRODUCER_ID_EXPIRY)
     bs = broker.bootstrap
-    t1, _t2 = two_topics(bs)
-    tid = uniq("t-int-16")
-    p = txn_producer(bs, tid)
-    commit_transaction(p, [(t1, 0, b"1", b"1")])
-    wait_stable(bs, [(t1, 0)])
-    [(pid, epoch, _seq)] = producer_state(bs, t1, 0)
-    p.close()
+    first = one_committed_transaction(bs, "t-int-16", b"1")
+    t1, tid, pid, epoch = first.topic, first.tid, first.producer_id, first.epoch
+    first.producer.close()
 
     # The scenario: idle until the partition forgot the producer.
     wait_until(lambda: producer_state(bs, t1, 0) == [], 30, "producer state expired", interval=0.2)
