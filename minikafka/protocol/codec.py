@@ -62,15 +62,19 @@ def decode_request(frame: bytes, served: dict[int, versions.VersionRange]) -> De
     try:
         cls = versions.request_class(api_key, api_version)
         flexible = bool(cls.__flexible__)
-        header_cls = RequestHeaderV2 if flexible else RequestHeaderV1
+        # The header is read here rather than by kio: api key, version and correlation id are
+        # already known, and the walk gives the client id's extent and the body's start.
         try:
+            used = _header_walk(frame, flexible)
             # Before kio, which preallocates arrays by their length (see _bounds_checker).
-            _bounds_checker(cls)(frame, _header_walk(frame, flexible))
+            _bounds_checker(cls)(frame, used)
         except UnknownTaggedField:
             # A newer client may send tagged fields this version does not define; Kafka skips them,
             # kio refuses them: decode a copy of the frame without them.
             frame = _without_unknown_tags(frame, cls)
-        header, used = _reader(header_cls)(frame, 0)
+            used = _header_walk(frame, flexible)
+        (n,) = _I16.unpack_from(frame, _PREFIX.size)
+        client_id = None if n < 0 else frame[_PREFIX.size + 2:_PREFIX.size + 2 + n].decode()
         body, _used = _reader(cls)(frame, used)
     except FramingError:
         raise
@@ -78,7 +82,7 @@ def decode_request(frame: bytes, served: dict[int, versions.VersionRange]) -> De
         raise FramingError(f"cannot decode api_key={api_key} v{api_version}: {exc!r}") from exc
     # Bytes after the body are ignored, as Kafka's RequestContext.parseRequest ignores them
     # (librdkafka 2.16 sends three extra bytes after a Metadata v12 body).
-    return DecodedRequest(api_key, api_version, correlation_id, header.client_id, body)
+    return DecodedRequest(api_key, api_version, correlation_id, client_id, body)
 
 
 # ---------------------------------------------------------------------------------------------
