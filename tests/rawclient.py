@@ -365,12 +365,22 @@ class _Reader:
             self.pos += self.uvarint()
 
 
+# Answers a client retries: the coordinator is loading or moving, or finishing a previous transition.
+RETRIABLE_INIT_PRODUCER_ID = {14, 15, 16, 51}
+
+
 def init_producer_id(c: RawClient, transactional_id: str | None, *, timeout_ms: int = 60_000,
-                     expected: tuple[int, int] = (-1, -1)) -> Any:
-    """One InitProducerId v4; `expected` is the (producer id, epoch) a KIP-360 client already holds."""
-    return c.request(InitProducerIdRequest(
-        transactional_id=transactional_id, transaction_timeout=ms(timeout_ms),
-        producer_id=i64(expected[0]), producer_epoch=i16(expected[1])), 4)
+                     expected: tuple[int, int] = (-1, -1), retry_s: float = 30.0) -> Any:
+    """InitProducerId v4, repeated (bounded by retry_s) while the answer is one a client retries;
+    `expected` is the (producer id, epoch) a KIP-360 client already holds."""
+    deadline = time.monotonic() + retry_s
+    while True:
+        resp = c.request(InitProducerIdRequest(
+            transactional_id=transactional_id, transaction_timeout=ms(timeout_ms),
+            producer_id=i64(expected[0]), producer_epoch=i16(expected[1])), 4)
+        if int(resp.error_code) not in RETRIABLE_INIT_PRODUCER_ID or time.monotonic() > deadline:
+            return resp
+        time.sleep(0.1)  # the retry backoff a client uses
 
 
 def wait_for_topic(c: RawClient, topic: str, timeout: float = 10.0) -> None:

@@ -187,38 +187,14 @@ def idempotent_producer_through_dropping_and_cutting_proxy(upstream_host: str, u
         assert [int(v.split(b":")[1]) for v in log[q]] == list(range(counters[q]))
 
 
-@pytest.mark.timeout(180)
-def test_idempotent_producer_through_dropping_and_cutting_proxy(broker_factory):
-    proxy_port = free_port()
-    broker = broker_factory(overrides={"advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy_port}"})
-    idempotent_producer_through_dropping_and_cutting_proxy(broker.host, broker.port, proxy_port)
-
-
-CONFORMANCE = os.environ.get("MINIKAFKA_TARGET", "").strip().lower() == "kafka"  # as tests/conftest.py
-
-
-@pytest.mark.kafka_reference
-@pytest.mark.skipif(not CONFORMANCE, reason="starts its own Apache Kafka: runs in `make conformance`")
 @pytest.mark.timeout(300)
-def test_idempotent_producer_through_fault_proxy_against_apache_kafka(kafka_broker, tmp_path):
-    """The same scenario against Apache Kafka (issue 4). Kafka is started here, not taken from the
-    session: its PLAINTEXT listener must be advertised at the proxy's port, so that the producer's
-    connections after bootstrap go through the proxy too. (`kafka_broker` is requested only because
-    conformance mode skips tests that do not ask for it; the shared broker is not used.)"""
-    import kafka_ref
-
-    kafka_ref.jars_or_skip("Apache Kafka")
+def test_idempotent_producer_through_dropping_and_cutting_proxy(configured_broker):
+    """Against minikafka, and in conformance mode against a dedicated Apache Kafka (issue 4) whose
+    PLAINTEXT listener is advertised at the proxy's port, so that every connection after bootstrap
+    goes through the proxy too."""
     proxy_port = free_port()
-    kafka_port, controller_port = kafka_ref.free_ports(2, exclude={proxy_port})
-    kafka = kafka_ref.ApacheKafka(heap_opts="-Xmx512m")
-    # CONTROLLER stays as in the template (KRaft needs it); only PLAINTEXT points at the proxy.
-    advertised = f"PLAINTEXT://127.0.0.1:{proxy_port},CONTROLLER://127.0.0.1:{controller_port}"
-    kafka.start(tmp_path / "kafka", port=kafka_port, controller_port=controller_port,
-                extra_props={"advertised.listeners": advertised})
-    try:
-        idempotent_producer_through_dropping_and_cutting_proxy("127.0.0.1", kafka.port, proxy_port)
-    finally:
-        kafka.stop()
+    broker = configured_broker(advertise_port=proxy_port)
+    idempotent_producer_through_dropping_and_cutting_proxy(broker.host, broker.port, proxy_port)
 
 
 # ------------------------------------------------------------------------------------- C-1

@@ -44,8 +44,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.reliability, pytest.mark.time
 
 PRODUCE = 0
 TRANSACTIONAL_ID_NOT_FOUND = 105
-# InitProducerId answers a client retries (coordinator loading, or a previous transition finishing).
-RETRIABLE_INIT = {14, 15, 16, 51}
 # Kafka's own test settings for the expiration scenarios (test-plan.md 0.1), with the transactional
 # id expiring in 2 s rather than 10 s (as Kafka's TransactionsExpirationTest does).
 TXN_ID_EXPIRY = {
@@ -124,8 +122,11 @@ def test_t_int_13_epoch_bumped_after_a_record_times_out(configured_broker) -> No
         stall = proxy.stall(PRODUCE)
         timed_out = Sent()
         p.produce(test_topic, partition=0, key=b"2", value=b"2", on_delivery=timed_out)
-        wait_until(lambda: p.poll(0.1) is not None and bool(timed_out.errors or timed_out.ok), 60,
-                   "the stalled record's delivery report")
+        def reported() -> bool:
+            p.poll(0.1)  # serves the delivery callback
+            return bool(timed_out.errors or timed_out.ok)
+
+        wait_until(reported, 60, "the stalled record's delivery report")
         assert stall.fired >= 1, "the proxy never held a Produce request"
         assert not timed_out.ok, "the stalled record was acknowledged"
         assert timed_out.errors[0].code() == KafkaError._MSG_TIMED_OUT, timed_out.errors
@@ -243,16 +244,9 @@ def test_t_int_15_expired_transactional_id_recovers_without_fatal_error(configur
 
 
 def _init_producer_id(bs: str, tid: str) -> tuple[int, int]:
-    """A raw InitProducerId for `tid`, as a brand-new client sends it, retried while retriable."""
+    """A raw InitProducerId for `tid`, as a brand-new client sends it."""
     with RawClient.connect(bs) as c:
-        answers: list[Any] = []
-
-        def answered() -> bool:
-            answers.append(init_producer_id(c, tid))
-            return int(answers[-1].error_code) not in RETRIABLE_INIT
-
-        wait_until(answered, 30, "InitProducerId answered", interval=0.1)
-    resp = answers[-1]
+        resp = init_producer_id(c, tid)
     assert int(resp.error_code) == 0, resp
     return int(resp.producer_id), int(resp.producer_epoch)
 
