@@ -8,7 +8,7 @@ RUN_STAMP := $(VENV)/.run-stamp
 .PHONY: run test unit soak conformance bench clean
 
 # `make run` needs only the broker's own dependencies; tests also need the test and spark extras.
-$(RUN_STAMP): pyproject.toml
+$(RUN_STAMP): pyproject.toml minikafka/protocol/_walk.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e .

@@ -1,8 +1,11 @@
 """Kafka error codes (re-exported from kio) and the protocol layer's own exceptions."""
 
+from typing import NamedTuple
+
 from kio.schema.errors import ErrorCode
 
-__all__ = ["ErrorCode", "FramingError", "UnsupportedVersion", "CorruptRecord", "InvalidRecord"]
+__all__ = ["ErrorCode", "FramingError", "UnsupportedVersion", "CorruptRecord", "InvalidRecord",
+           "InvalidTimestamp", "RecordError"]
 
 
 class FramingError(Exception):
@@ -25,7 +28,25 @@ class CorruptRecord(Exception):
     error_code = ErrorCode.corrupt_message
 
 
+class RecordError(NamedTuple):
+    """One refused record of a batch: Produce v8+ `record_errors` (KIP-467)."""
+
+    batch_index: int
+    message: str
+
+
 class InvalidRecord(Exception):
-    """A record batch that is well-formed but not acceptable (Kafka: InvalidRecordException)."""
+    """A record batch that is well-formed but not acceptable (Kafka: InvalidRecordException, or a
+    RecordValidationException wrapping one, which carries the per-record errors)."""
 
     error_code = ErrorCode.invalid_record
+
+    def __init__(self, message: str, record_errors: tuple[RecordError, ...] = ()) -> None:
+        super().__init__(message)
+        self.record_errors = record_errors
+
+
+class InvalidTimestamp(InvalidRecord):
+    """A record timestamp outside message.timestamp.before/after.max.ms (Kafka: INVALID_TIMESTAMP)."""
+
+    error_code = ErrorCode.invalid_timestamp

@@ -80,6 +80,7 @@ _CLASSES: dict[str, tuple[str, str]] = {
     "OffsetForLeaderTopicResult": ("kio.schema.offset_for_leader_epoch.v4.response", "OffsetForLeaderTopicResult"),
     "PartitionData": ("kio.schema.fetch.v12.response", "PartitionData"),
     "PartitionProduceResponse": ("kio.schema.produce.v11.response", "PartitionProduceResponse"),
+    "BatchIndexAndErrorMessage": ("kio.schema.produce.v11.response", "BatchIndexAndErrorMessage"),
     "ProduceResponse": ("kio.schema.produce.v11.response", "ProduceResponse"),
     "ProducerState": ("kio.schema.describe_producers.v0.response", "ProducerState"),
     "SyncGroupResponse": ("kio.schema.sync_group.v5.response", "SyncGroupResponse"),

@@ -28,6 +28,7 @@ _OFFSET = struct.Struct(">q")
 _LENGTH_AT = struct.Struct(">qi")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
+_U32 = struct.Struct(">I")
 
 COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
@@ -98,28 +99,41 @@ def crc_of(buf: bytes | bytearray | memoryview, pos: int, size: int) -> int:
     return crc32c.crc32c(memoryview(buf)[pos + 21 : pos + size])
 
 
+def is_intact(buf: bytes | bytearray | memoryview, pos: int, size: int) -> bool:
+    """A whole v2 batch of `size` bytes at pos whose stored CRC matches its bytes."""
+    return (size >= HEADER_SIZE and buf[pos + 16] == MAGIC
+            and _U32.unpack_from(buf, pos + 17)[0] == crc_of(buf, pos, size))
+
+
 def split_batches(buf: bytes | bytearray | memoryview) -> list[tuple[int, BatchHeader]]:
     """Header-check every batch in a produce payload; return (position, header) per batch.
 
-    Raises CorruptRecord for a bad size, magic or CRC (Kafka: CORRUPT_MESSAGE) and InvalidRecord
-    for a batch Kafka refuses by content (INVALID_RECORD).
+    Kafka's framing rules (ByteBufferLogInputStream, DefaultRecordBatch.ensureValid): a size below
+    a batch header, a magic other than 0..2, a bad CRC are CorruptRecord (CORRUPT_MESSAGE); magic 0
+    or 1 is InvalidRecord (Produce v3+ carries only v2 batches); a size that runs past the data is
+    an incomplete batch, which is no batch at all (InvalidRecord from the caller).
     """
     out: list[tuple[int, BatchHeader]] = []
     pos = 0
     end = len(buf)
     while pos < end:
-        if end - pos < HEADER_SIZE:
-            raise CorruptRecord(f"truncated batch: {end - pos} bytes left at position {pos}")
+        if end - pos < LOG_OVERHEAD + 5:
+            raise InvalidRecord(f"{end - pos} bytes at position {pos} are not a record batch")
+        _base, size = peek_size(buf, pos)
+        if size - LOG_OVERHEAD < 14:  # Kafka's minimum record overhead (magic 0)
+            raise CorruptRecord(f"batch size {size} at position {pos} is smaller than any batch")
+        if pos + size > end:
+            raise InvalidRecord(f"incomplete batch at position {pos}: {size} bytes declared, {end - pos} sent")
+        magic = buf[pos + 16]
+        if magic in (0, 1):
+            raise InvalidRecord(f"magic {magic} is not supported; only record batch v2")
+        if magic != MAGIC:
+            raise CorruptRecord(f"invalid magic {magic} in the batch at position {pos}")
+        if size < HEADER_SIZE:
+            raise CorruptRecord(f"batch size {size} at position {pos} is smaller than a batch header")
         header = read_header(buf, pos)
-        if header.magic != MAGIC:
-            raise InvalidRecord(f"magic {header.magic} is not supported; only record batch v2")
-        size = header.size
-        if size < HEADER_SIZE or pos + size > end:
-            raise CorruptRecord(f"batch size {size} at position {pos} does not fit the {end} bytes sent")
         if crc_of(buf, pos, size) != header.crc:
             raise CorruptRecord(f"CRC mismatch in batch at position {pos}")
-        if header.records_count < 0 or header.last_offset_delta < 0:
-            raise CorruptRecord("negative record count or offset delta")
         out.append((pos, header))
         pos += size
     return out
@@ -134,12 +148,19 @@ def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int
     _I32.pack_into(buf, pos + 12, epoch)
 
 
+def set_max_timestamp(buf: bytearray | memoryview, pos: int, size: int, timestamp: int, *,
+                      log_append_time: bool) -> None:
+    """Kafka's setMaxTimestamp: the timestamp type bit and maxTimestamp, then the CRC again."""
+    attrs = struct.unpack_from(">h", buf, pos + 21)[0]
+    attrs = attrs | TIMESTAMP_TYPE_MASK if log_append_time else attrs & ~TIMESTAMP_TYPE_MASK
+    struct.pack_into(">h", buf, pos + 21, attrs)
+    _I64.pack_into(buf, pos + 35, timestamp)
+    struct.pack_into(">I", buf, pos + 17, crc32c.crc32c(memoryview(buf)[pos + 21 : pos + size]))
+
+
 def set_log_append_time(buf: bytearray | memoryview, pos: int, size: int, now_ms: int) -> None:
     """LogAppendTime topics: set the timestamp type bit and maxTimestamp, then recompute the CRC."""
-    attrs = struct.unpack_from(">h", buf, pos + 21)[0]
-    struct.pack_into(">h", buf, pos + 21, attrs | TIMESTAMP_TYPE_MASK)
-    _I64.pack_into(buf, pos + 35, now_ms)
-    struct.pack_into(">I", buf, pos + 17, crc32c.crc32c(memoryview(buf)[pos + 21 : pos + size]))
+    set_max_timestamp(buf, pos, size, now_ms, log_append_time=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -224,50 +245,100 @@ def _read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     return (result >> 1) ^ -(result & 1), pos
 
 
-def decompress(codec: int, data: bytes) -> bytes:
+_CODECS = {1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+
+def decompress(codec: int, data: bytes | memoryview) -> bytes:
+    """The records of a compressed batch (no bound: for the broker's own and already-validated
+    batches; produced batches go through decompress_bounded)."""
+    return bytes(decompress_bounded(codec, data, 2**31 - 1))
+
+
+def decompress_bounded(codec: int, data: bytes | memoryview, limit: int) -> memoryview:
+    """Decompress at most `limit` bytes. CorruptRecord for an unknown codec, a payload that does
+    not decompress, or one that expands past the limit (nothing larger is ever allocated)."""
     import cramjam
 
     if codec == 0:
-        return data
-    if codec == 1:
-        return bytes(cramjam.gzip.decompress(data))
-    if codec == 2:
-        return _snappy_decompress(data)
-    if codec == 3:
-        return bytes(cramjam.lz4.decompress(data))
-    if codec == 4:
-        return bytes(cramjam.zstd.decompress(data))
-    raise CorruptRecord(f"unknown compression codec {codec}")
+        return memoryview(data)
+    name = _CODECS.get(codec)
+    if name is None:
+        raise CorruptRecord(f"unknown compression codec {codec}")
+    try:
+        if codec == 2:
+            return memoryview(_snappy_decompress(data, limit))
+        into = getattr(cramjam, name).decompress_into
+        size = min(limit, max(64 * 1024, 16 * len(data)))
+        while True:
+            out = bytearray(size)
+            try:
+                n = into(data, out)
+            except cramjam.DecompressionError as exc:
+                if "failed to write whole buffer" in str(exc) and size < limit:
+                    size = min(limit, size * 8)
+                    continue
+                raise
+            return memoryview(out)[:n]
+    except cramjam.DecompressionError as exc:
+        raise CorruptRecord(f"{name} payload does not decompress (within {limit} bytes): {exc}") from None
 
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 
 
-def _snappy_decompress(data: bytes) -> bytes:
+def _raw_snappy(block: bytes | memoryview, limit: int) -> bytes:
+    # A raw snappy block starts with its uncompressed length (an unsigned varint): checked before
+    # anything is allocated for it.
+    import cramjam
+
+    n = shift = 0
+    for i in range(min(5, len(block))):
+        n |= (block[i] & 0x7F) << shift
+        shift += 7
+        if not block[i] & 0x80:
+            break
+    if n > limit:
+        raise cramjam.DecompressionError(f"snappy block declares {n} bytes")
+    return bytes(cramjam.snappy.decompress_raw(bytes(block)))
+
+
+def _snappy_decompress(data: bytes | memoryview, limit: int) -> bytes:
     """Kafka's snappy is either raw snappy or snappy-java's (xerial) block framing."""
     import cramjam
 
+    data = bytes(data)
     if not data.startswith(_XERIAL_MAGIC):
-        return bytes(cramjam.snappy.decompress_raw(data))
+        return _raw_snappy(data, limit)
     out = bytearray()
     pos = 16  # magic(8) + version(4) + compatible version(4)
-    while pos + 4 <= len(data):
+    while pos < len(data):
+        if pos + 4 > len(data):
+            raise cramjam.DecompressionError("truncated xerial block length")
         (n,) = _I32.unpack_from(data, pos)
         pos += 4
-        out += bytes(cramjam.snappy.decompress_raw(data[pos : pos + n]))
+        if n < 0 or pos + n > len(data):
+            raise cramjam.DecompressionError(f"xerial block of {n} bytes runs past the payload")
+        out += _raw_snappy(data[pos : pos + n], limit - len(out))
         pos += n
     return bytes(out)
 
 
 def iter_records(batch: bytes | bytearray | memoryview, pos: int = 0) -> Iterator[Record]:
-    """Decode the records of the batch at pos (decompressing if needed)."""
+    """Decode the records of the batch at pos (decompressing if needed).
+
+    Work is bounded by the batch's bytes whatever its header claims: a record that does not fit
+    raises CorruptRecord (stored batches were validated on produce; this guards the rest)."""
     h = read_header(batch, pos)
     raw = bytes(memoryview(batch)[pos + HEADER_SIZE : pos + h.size])
     data = decompress(h.compression, raw) if h.compression else raw
     p = 0
-    for _ in range(h.records_count):
+    for i in range(h.records_count):
+        if p >= len(data):
+            raise CorruptRecord(f"batch at offset {h.base_offset} ends after {i} of {h.records_count} records")
         length, p = _read_varint(data, p)
         end = p + length
+        if length <= 0 or end > len(data):
+            raise CorruptRecord(f"record {i} of the batch at offset {h.base_offset} has length {length}")
         p += 1  # attributes
         ts_delta, p = _read_varint(data, p)
         off_delta, p = _read_varint(data, p)
@@ -281,12 +352,14 @@ def iter_records(batch: bytes | bytearray | memoryview, pos: int = 0) -> Iterato
         headers = []
         for _h in range(nh):
             hk, p = _read_varint(data, p)
-            hkey = data[p : p + hk].decode()
+            hkey = bytes(data[p : p + hk]).decode(errors="replace")
             p += hk
             hv, p = _read_varint(data, p)
             hval = None if hv < 0 else data[p : p + hv]
             p += max(hv, 0)
             headers.append((hkey, hval))
+        if p > end:
+            raise CorruptRecord(f"record {i} of the batch at offset {h.base_offset} overruns its length")
         p = end
         ts = h.max_timestamp if h.attributes & TIMESTAMP_TYPE_MASK else h.base_timestamp + ts_delta
         yield Record(h.base_offset + off_delta, ts, key, value, tuple(headers))

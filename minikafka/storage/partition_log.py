@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import structlog
 
-from minikafka.protocol import records
+from minikafka.protocol import records, validator
 from minikafka.protocol.errors import CorruptRecord, InvalidRecord
 from minikafka.protocol.types import TopicPartition
 from minikafka.storage import files
@@ -251,22 +251,17 @@ class PartitionLog:
         if not batches:
             raise InvalidRecord("no record batch in the produce data")
         max_message_bytes = int(self.config["max.message.bytes"])
-        if origin is AppendOrigin.CLIENT:
-            if len(batches) != 1:
-                raise InvalidRecord("produce requests v3+ carry exactly one record batch per partition")
-            h = batches[0][1]
-            if h.base_offset != 0:
-                raise InvalidRecord(f"the batch's base offset must be 0, not {h.base_offset}")
-            if h.is_control:
-                raise InvalidRecord("clients may not write control batches")
-            if h.records_count != h.last_offset_delta + 1 or h.records_count == 0:
-                raise InvalidRecord("record count does not match the last offset delta")
         for _, h in batches:
             if h.size > max_message_bytes:
                 raise MessageTooLarge(f"batch of {h.size} bytes exceeds max.message.bytes={max_message_bytes}")
-
+        records_max_ts = -1
         if origin is AppendOrigin.CLIENT:
-            h = batches[0][1]
+            if len(batches) != 1:
+                raise InvalidRecord("produce requests v3+ carry exactly one record batch per partition")
+            pos, h = batches[0]
+            if h.base_offset != 0:
+                raise InvalidRecord(f"the batch's base offset must be 0, not {h.base_offset}")
+            records_max_ts = validator.validate_client_batch(payload, pos, h, self._validation_rules(now_ms))
             if h.producer_id >= 0:
                 duplicate = self.producer_state.check(h)  # raises InvalidProducerEpoch / OutOfOrderSequence
                 if duplicate is not None:
@@ -286,6 +281,11 @@ class PartitionLog:
             if log_append_time >= 0 and not h.is_control:
                 records.set_log_append_time(payload, pos, h.size, log_append_time)
                 batch_max = log_append_time
+            elif origin is AppendOrigin.CLIENT:
+                # Kafka's setMaxTimestamp: the header says what the records hold, as CreateTime.
+                batch_max = records_max_ts
+                if h.max_timestamp != batch_max or h.attributes & records.TIMESTAMP_TYPE_MASK:
+                    records.set_max_timestamp(payload, pos, h.size, batch_max, log_append_time=False)
             else:
                 batch_max = h.max_timestamp
             last = next_offset + h.last_offset_delta
@@ -310,6 +310,12 @@ class PartitionLog:
         if self.on_append is not None:
             self.on_append()
         return AppendResult(base_offset, last_offset, log_append_time, self.log_start_offset)
+
+    def _validation_rules(self, now_ms: int) -> validator.Rules:
+        c = self.config
+        return validator.Rules(now_ms, c["message.timestamp.type"] == "LogAppendTime",
+                               int(c["message.timestamp.before.max.ms"]), int(c["message.timestamp.after.max.ms"]),
+                               "compact" in str(c["cleanup.policy"]))
 
     def _maybe_roll(self, size: int, batches: list[tuple[int, records.BatchHeader]], now_ms: int) -> None:
         seg = self.active

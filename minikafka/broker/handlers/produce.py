@@ -15,7 +15,7 @@ from minikafka import faults
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.protocol import messages
-from minikafka.protocol.errors import CorruptRecord, ErrorCode, InvalidRecord
+from minikafka.protocol.errors import CorruptRecord, ErrorCode, InvalidRecord, RecordError
 from minikafka.protocol.records import HEADER_SIZE, read_header
 from minikafka.protocol.types import ZERO_MS, TopicPartition
 from minikafka.storage.errors import StorageError
@@ -69,7 +69,8 @@ class ProduceHandler:
         try:
             result = plog.append(bytearray(records), now_ms=now_ms)
         except (CorruptRecord, InvalidRecord, StorageError) as exc:
-            return _partition_error(tp.partition, _error_code_for(exc), plog.log_start_offset, str(exc))
+            return _partition_error(tp.partition, _error_code_for(exc), plog.log_start_offset, str(exc),
+                                    getattr(exc, "record_errors", ()))
         if transactional_id is not None:
             self.svc.faults.reach(faults.AFTER_TXN_PRODUCE)
         return messages.PartitionProduceResponse(
@@ -111,8 +112,12 @@ class ProduceHandler:
 
 
 def _partition_error(partition: int, code: ErrorCode, log_start_offset: int,
-                     message: str | None = None) -> messages.PartitionProduceResponse:
+                     message: str | None = None,
+                     record_errors: tuple[RecordError, ...] = ()) -> messages.PartitionProduceResponse:
     # log_start_offset is filled even on errors: Java producers loop on -1 (protocol.md P-6).
-    return messages.PartitionProduceResponse(index=partition, error_code=code, base_offset=-1,
-                                    log_start_offset=log_start_offset, error_message=message,
-                                    record_errors=())
+    return messages.PartitionProduceResponse(
+        index=partition, error_code=code, base_offset=-1, log_start_offset=log_start_offset,
+        error_message=message,
+        record_errors=tuple(messages.BatchIndexAndErrorMessage(batch_index=e.batch_index,
+                                                               batch_index_error_message=e.message)
+                            for e in record_errors))

@@ -128,19 +128,25 @@ def test_bad_magic_size_and_counts() -> None:
     bad[16] = 1
     with pytest.raises(InvalidRecord):
         R.split_batches(bad)
-    with pytest.raises(CorruptRecord):
-        R.split_batches(batch[:-1])  # declared length past the end
-    with pytest.raises(CorruptRecord):
-        R.split_batches(batch[:40])  # shorter than a header
+    bad[16] = 3
+    with pytest.raises(CorruptRecord, match="invalid magic 3"):
+        R.split_batches(bad)
+    # Kafka's ByteBufferLogInputStream: a declared length past the end is an incomplete batch,
+    # which is no batch at all (INVALID_RECORD for a Produce).
+    with pytest.raises(InvalidRecord, match="incomplete batch"):
+        R.split_batches(batch[:-1])
+    with pytest.raises(InvalidRecord, match="incomplete batch"):
+        R.split_batches(batch[:40])
+    with pytest.raises(InvalidRecord, match="not a record batch"):
+        R.split_batches(batch + b"\x00" * 5)  # bytes after the batch too short for another one
     bad = bytearray(batch)
-    struct.pack_into(">i", bad, 8, 10)  # batchLength smaller than a header
-    with pytest.raises(CorruptRecord):
+    struct.pack_into(">i", bad, 8, 13)  # batchLength below any batch's overhead
+    with pytest.raises(CorruptRecord, match="smaller than any batch"):
         R.split_batches(bad)
     bad = bytearray(batch)
-    struct.pack_into(">i", bad, 57, -1)  # records count
-    _fix_crc(bad)
-    with pytest.raises(CorruptRecord):
-        R.split_batches(bad)
+    struct.pack_into(">i", bad, 8, 40)  # batchLength smaller than a v2 header
+    with pytest.raises(CorruptRecord, match="smaller than a batch header"):
+        R.split_batches(bad[:52])
 
 
 # ---------------------------------------------------------------------------------------------
