@@ -384,13 +384,16 @@ def init_producer_id(c: RawClient, transactional_id: str | None, *, timeout_ms: 
 
 
 def wait_for_topic(c: RawClient, topic: str, timeout: float = 10.0) -> None:
-    """Metadata (auto-creating) until the topic's partition 0 has a leader."""
+    """Metadata (auto-creating) until the topic's partition 0 has a leader that serves it (Apache
+    Kafka answers NOT_LEADER_OR_FOLLOWER for a moment after Metadata names the leader)."""
     deadline = time.monotonic() + timeout
     while True:
         resp = c.request(metadata_v12(topic), 12)
         t = resp.topics[0]
         if t.error_code == 0 and t.partitions and t.partitions[0].leader_id >= 0:
-            return
+            served = c.request(list_offsets_v7(topic, 0, -1), 7).topics[0].partitions[0]
+            if served.error_code == 0:
+                return
         if time.monotonic() > deadline:
             raise TimeoutError(f"topic {topic} not ready: error {t.error_code}")
         time.sleep(0.05)

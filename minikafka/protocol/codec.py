@@ -10,7 +10,8 @@ from __future__ import annotations
 import functools
 import io
 import struct
-from typing import Any, NamedTuple
+from types import NoneType, UnionType
+from typing import Any, NamedTuple, Union, get_args, get_origin
 
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
@@ -139,7 +140,12 @@ def _skip(buf: bytes, pos: int, n: int) -> int:
     return pos + max(n, 0)
 
 
-def _value_walker(kafka_type: str | None, entity: type[Any] | None, flexible: bool) -> Any:
+def _nullable(annotation: Any) -> bool:
+    return get_origin(annotation) in (UnionType, Union) and NoneType in get_args(annotation)
+
+
+def _value_walker(kafka_type: str | None, entity: type[Any] | None, flexible: bool, name: str,
+                  nullable: bool) -> Any:
     if entity is not None:
         return _bounds_checker(entity)
     assert kafka_type is not None
@@ -153,6 +159,8 @@ def _value_walker(kafka_type: str | None, entity: type[Any] | None, flexible: bo
             end = _skip(buf, pos, size)
         else:
             n, start = _length(buf, pos, flexible, wide)
+            if n == -1 and not nullable:  # Kafka's generated readers refuse it the same way
+                raise FramingError(f"non-nullable field {name} was serialized as null")
             end = _skip(buf, start, n)
         if out is not None:
             out += buf[pos:end]
@@ -166,14 +174,23 @@ def _field_walker(f: Any, flexible: bool) -> Any:
 
     kind = classify_field(f)
     entity = kind.type_ if isinstance(kind, EntityField | EntityTupleField) else None
-    item = _value_walker(f.metadata.get("kafka_type"), entity, flexible)
-    if not isinstance(kind, EntityTupleField | PrimitiveTupleField):
+    is_array = isinstance(kind, EntityTupleField | PrimitiveTupleField)
+    nullable = _nullable(f.type)
+    if is_array:  # the elements' own type: tuple[str | None, ...] | None
+        inner = next((a for a in get_args(f.type) if get_origin(a) is tuple), f.type)
+        element_nullable = bool(get_args(inner)) and _nullable(get_args(inner)[0])
+    else:
+        element_nullable = nullable
+    item = _value_walker(f.metadata.get("kafka_type"), entity, flexible, f.name, element_nullable)
+    if not is_array:
         return item
 
     def array(buf: bytes, pos: int, out: bytearray | None = None) -> int:
         n, start = _length(buf, pos, flexible, True)
         if n < -1 or n > len(buf) - start:
             raise FramingError(f"array of {n} elements with {len(buf) - start} bytes left")
+        if n == -1 and not nullable:
+            raise FramingError(f"non-nullable field {f.name} was serialized as null")
         if out is not None:
             out += buf[pos:start]
         pos = start

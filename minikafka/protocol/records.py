@@ -21,6 +21,7 @@ from minikafka.protocol.errors import CorruptRecord, InvalidRecord
 
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength
+_UP_TO_MAGIC = 17  # baseOffset + batchLength + partitionLeaderEpoch + magic
 MAGIC = 2
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -108,22 +109,21 @@ def is_intact(buf: bytes | bytearray | memoryview, pos: int, size: int) -> bool:
 def split_batches(buf: bytes | bytearray | memoryview) -> list[tuple[int, BatchHeader]]:
     """Header-check every batch in a produce payload; return (position, header) per batch.
 
-    Kafka's framing rules (ByteBufferLogInputStream, DefaultRecordBatch.ensureValid): a size below
-    a batch header, a magic other than 0..2, a bad CRC are CorruptRecord (CORRUPT_MESSAGE); magic 0
-    or 1 is InvalidRecord (Produce v3+ carries only v2 batches); a size that runs past the data is
-    an incomplete batch, which is no batch at all (InvalidRecord from the caller).
+    Kafka's framing rules (ByteBufferLogInputStream.nextBatch, DefaultRecordBatch.ensureValid): a
+    declared size below any batch's overhead, a magic other than 0..2, a v2 size below its header,
+    a bad CRC are CorruptRecord (CORRUPT_MESSAGE); magic 0 or 1 is InvalidRecord (Produce v3+
+    carries only v2 batches). An incomplete batch at the end (fewer than 17 bytes, or a declared
+    size past the data) ends the list: Kafka drops those bytes, and so do the callers.
     """
     out: list[tuple[int, BatchHeader]] = []
     pos = 0
     end = len(buf)
-    while pos < end:
-        if end - pos < LOG_OVERHEAD + 5:
-            raise InvalidRecord(f"{end - pos} bytes at position {pos} are not a record batch")
+    while end - pos >= _UP_TO_MAGIC:
         _base, size = peek_size(buf, pos)
         if size - LOG_OVERHEAD < 14:  # Kafka's minimum record overhead (magic 0)
             raise CorruptRecord(f"batch size {size} at position {pos} is smaller than any batch")
         if pos + size > end:
-            raise InvalidRecord(f"incomplete batch at position {pos}: {size} bytes declared, {end - pos} sent")
+            break
         magic = buf[pos + 16]
         if magic in (0, 1):
             raise InvalidRecord(f"magic {magic} is not supported; only record batch v2")

@@ -12,10 +12,15 @@ Produce acknowledges can always be read back. Kafka's sources of the rules:
   within [now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms]; these are
   collected for every record and answered as `record_errors` (batch index + message).
 
-Two rules are stricter than Kafka, because minikafka stores the producer's bytes as sent and never
-rebuilds a batch: record offset deltas must run 0, 1, ..., count - 1 (Kafka rewrites a compressed
-batch whose inner offsets are off, and serves an uncompressed one as sent), and key/value lengths
-below -1 are refused (Kafka reads them as null).
+Where minikafka answers differently from Kafka 4.3.1 (the corruption table in
+tests/fuzzing.py records both answers, and `make conformance` checks Kafka's):
+- record offset deltas must run 0, 1, ..., count - 1, because minikafka stores the producer's
+  bytes and never rebuilds a batch (Kafka rewrites a compressed batch whose inner offsets are
+  off, and acknowledges and serves an uncompressed one with repeated offsets as sent);
+- key/value lengths below -1 are refused (Kafka reads them as null);
+- an unknown codec, a payload that does not decompress, a varint that does not end, and bytes
+  left over inside a compressed batch are INVALID_RECORD where Kafka answers -1
+  (UNKNOWN_SERVER_ERROR, from an exception it does not map).
 
 The record walk is the hottest loop of Produce. `walk_records_py` is the reference; the C twin
 `minikafka.protocol._walk.walk_records` (built by `pip install` from `_walk.c`) computes the same
@@ -191,12 +196,21 @@ def record_area(buf: bytes | bytearray | memoryview, pos: int, h: BatchHeader) -
     return records.decompress_bounded(h.compression, raw, MAX_DECOMPRESSED_BYTES)
 
 
+def _produced_record_area(buf: bytes | bytearray | memoryview, pos: int, h: BatchHeader) -> bytes | memoryview:
+    # Kafka 4.3.1 answers an unknown codec or a payload that does not decompress with
+    # UNKNOWN_SERVER_ERROR (an unhandled exception). INVALID_RECORD says why and, like -1, is not
+    # retriable: the same bytes would fail again (CORRUPT_MESSAGE would make producers retry).
+    try:
+        return record_area(buf, pos, h)
+    except CorruptRecord as exc:
+        raise InvalidRecord(str(exc)) from None
+
+
 def validate_client_batch(buf: bytes | bytearray | memoryview, pos: int, h: BatchHeader, rules: Rules) -> int:
     """Check one producer batch against every rule; return its records' max timestamp.
 
-    Raises InvalidRecord (with record_errors for content faults), InvalidTimestamp, or
-    CorruptRecord (a payload that does not decompress). Size, magic and CRC are checked before
-    (records.split_batches)."""
+    Raises InvalidRecord (with record_errors for content faults) or InvalidTimestamp. Size, magic
+    and CRC are checked before (records.split_batches)."""
     if h.last_offset_delta < 0:
         raise InvalidRecord(f"Batch has an invalid offset range: [0, {h.last_offset_delta}]")
     if h.records_count <= 0:
@@ -209,7 +223,7 @@ def validate_client_batch(buf: bytes | bytearray | memoryview, pos: int, h: Batc
     if h.producer_id >= 0 and h.base_sequence < 0:
         raise InvalidRecord(f"Invalid sequence number {h.base_sequence} in record batch with "
                             f"producerId {h.producer_id}")
-    data = record_area(buf, pos, h)
+    data = _produced_record_area(buf, pos, h)
     if rules.log_append_time:
         low, high = INT64_MIN, INT64_MAX
     else:

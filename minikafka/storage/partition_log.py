@@ -249,7 +249,10 @@ class PartitionLog:
         on any of them nothing is written."""
         batches = records.split_batches(payload)
         if not batches:
-            raise InvalidRecord("no record batch in the produce data")
+            raise InvalidRecord("no complete record batch in the produce data")
+        used = batches[-1][0] + batches[-1][1].size
+        if used < len(payload):  # an incomplete batch after the last one: dropped, as Kafka does
+            del payload[used:]
         max_message_bytes = int(self.config["max.message.bytes"])
         for _, h in batches:
             if h.size > max_message_bytes:

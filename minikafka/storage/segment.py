@@ -15,7 +15,7 @@ from pathlib import Path
 
 import structlog
 
-from minikafka.protocol import records
+from minikafka.protocol import records, validator
 from minikafka.protocol.errors import CorruptRecord
 from minikafka.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
 from minikafka.storage import files
@@ -214,32 +214,36 @@ class LogSegment:
                 pass
 
     # ---------------------------------------------------------------------------------- reading
-    def iter_headers(self, start: int, *, validate: bool = False) -> Iterator[tuple[int, BatchHeader]]:
+    def iter_headers(self, start: int, *, validate: bool = False,
+                     strict: bool = False) -> Iterator[tuple[int, BatchHeader]]:
         """(position, header) of each batch from `start`; stops quietly at an incomplete tail.
 
-        With validate=True, a bad magic, size or CRC raises CorruptRecord.
+        strict=True raises CorruptRecord where a bad header or a batch running past the end of the
+        file stops the walk before the end (reads: the data there cannot be served); validate=True
+        also checks every batch's CRC (recovery).
         """
         pos = start
         size = self.size
         buf = b""
         buf_start = pos
+        raising = validate or strict
         while pos + LOG_OVERHEAD <= size:
             rel = pos - buf_start
             if rel + HEADER_SIZE > len(buf):
                 buf = os.pread(self.fd, max(_SCAN_CHUNK, HEADER_SIZE), pos)
                 buf_start, rel = pos, 0
             if len(buf) - rel < HEADER_SIZE:
-                if validate:
-                    raise CorruptRecord(f"truncated batch header at position {pos}")
+                if raising:
+                    raise self._corrupt(pos, "truncated batch header")
                 return
             h = records.read_header(buf, rel)
             if h.size < HEADER_SIZE or h.magic != records.MAGIC:
-                if validate:
-                    raise CorruptRecord(f"bad batch header at position {pos}")
+                if raising:
+                    raise self._corrupt(pos, "bad batch header")
                 return
             if pos + h.size > size:
-                if validate:
-                    raise CorruptRecord(f"batch at position {pos} runs past the end of the file")
+                if raising:
+                    raise self._corrupt(pos, "batch runs past the end of the file")
                 return
             if validate:
                 if rel + h.size <= len(buf):
@@ -247,14 +251,19 @@ class LogSegment:
                 else:
                     crc = records.crc_of(os.pread(self.fd, h.size, pos), 0, h.size)
                 if crc != h.crc:
-                    raise CorruptRecord(f"CRC mismatch at position {pos}")
+                    raise self._corrupt(pos, "CRC mismatch")
             yield pos, h
             pos += h.size
+        if raising and pos < size:
+            raise self._corrupt(pos, "truncated batch header")
+
+    def _corrupt(self, position: int, reason: str) -> CorruptRecord:
+        return CorruptRecord(f"{reason} at position {position} of {self.log_path}")
 
     def find_position(self, offset: int) -> tuple[int, BatchHeader] | None:
-        """The first batch whose last offset is >= offset."""
+        """The first batch whose last offset is >= offset (CorruptRecord if a bad batch is in the way)."""
         _, start = self.index.lookup(offset)
-        for pos, h in self.iter_headers(start):
+        for pos, h in self.iter_headers(start, strict=True):
             if h.last_offset >= offset:
                 return pos, h
         return None
@@ -269,7 +278,9 @@ class LogSegment:
         if min_one, KIP-74), never a batch whose base offset is >= upper_offset; with the offset
         that follows the last batch returned.
 
-        None when no batch here holds offset.
+        Every batch returned has passed its CRC check: the read stops before a batch that fails
+        it, and raises CorruptRecord (naming file and position) when that is the first one. None
+        when no batch here holds offset.
         """
         found = self.find_position(offset)
         if found is None:
@@ -279,7 +290,12 @@ class LogSegment:
             return b"", offset
         want = min(max_bytes, self.size - pos)
         if want < first.size:
-            return (os.pread(self.fd, first.size, pos), first.next_offset) if min_one else (b"", offset)
+            if not min_one:
+                return b"", offset
+            data = os.pread(self.fd, first.size, pos)
+            if not records.is_intact(data, 0, first.size):
+                raise self._corrupt(pos, "CRC mismatch or bad batch header")
+            return data, first.next_offset
         data = os.pread(self.fd, want, pos)
         end = 0
         last = -1
@@ -288,21 +304,43 @@ class LogSegment:
             base, size = records.peek_size(data, end)
             if base >= upper_offset or end + size > n:
                 break
+            if not records.is_intact(data, end, size):
+                if last < 0:
+                    raise self._corrupt(pos + end, "CRC mismatch or bad batch header")
+                break
             last = end
             end += size
         next_offset = records.read_header(data, last).next_offset if last >= 0 else offset
         return (data if end == n else data[:end]), next_offset
 
     def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record with timestamp >= target and offset >= start."""
+        """(offset, timestamp) of the first record with timestamp >= target and offset >= start.
+
+        Bounded work whatever the data (Kafka's LogSegment.findOffsetByTimestamp): the time index
+        gives a position at most about one index interval before the first batch whose max
+        timestamp reaches the target; batch headers are skipped from there, and only that
+        batch's records are walked (at C speed, bounded by its bytes)."""
         if self.max_timestamp < timestamp:
             return None
         approx = max(self.time_index.lookup(timestamp), start_offset)
         _, pos = self.index.lookup(approx)
-        for p, h in self.iter_headers(pos):
+        for p, h in self.iter_headers(pos, strict=True):
             if h.max_timestamp < timestamp or h.last_offset < start_offset:
                 continue
+            if h.attributes & records.TIMESTAMP_TYPE_MASK:  # LogAppendTime: one timestamp for all
+                return max(h.base_offset, start_offset), h.max_timestamp
             batch = os.pread(self.fd, h.size, p)
+            if not records.is_intact(batch, 0, h.size):
+                raise self._corrupt(p, "CRC mismatch or bad batch header")
+            walk = validator.walk_records(validator.record_area(batch, 0, h), h.records_count, h.base_timestamp,
+                                          validator.INT64_MIN, validator.INT64_MAX, False, timestamp)
+            if walk.fault is not None:
+                raise self._corrupt(p, walk.fault)
+            if walk.match_delta < 0:
+                continue
+            if h.base_offset + walk.match_delta >= start_offset:
+                return h.base_offset + walk.match_delta, walk.match_timestamp
+            # The batch straddles the log start offset: the records below it do not count.
             for rec in records.iter_records(batch):
                 if rec.timestamp >= timestamp and rec.offset >= start_offset:
                     return rec.offset, rec.timestamp

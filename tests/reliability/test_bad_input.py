@@ -12,6 +12,7 @@ import struct
 import time
 import uuid
 
+import fuzzing
 import pytest
 from rawclient import (
     RawClient,
@@ -341,3 +342,39 @@ def test_rawclient_detects_open_connection(kafka_broker) -> None:
         assert c.request(api_versions_v3(), 3).error_code == 0
         with pytest.raises(TimeoutError):
             c.recv_frame(timeout=0.3)
+
+
+# ---------------------------------------------------------------------------------------------
+# F-6, every field: the Produce corruption table of the fuzzer, one case per test, each refused
+# with Kafka's code and nothing appended (`make conformance` runs it against Apache Kafka).
+
+
+@pytest.mark.kafka_reference
+@pytest.mark.parametrize("case", sorted(fuzzing.produce_corruptions(0)))
+def test_f6_produce_corruption_table(kafka_broker, case: str) -> None:
+    corruption = fuzzing.produce_corruptions(int(time.time() * 1000))[case]
+    with _connect(kafka_broker) as c:
+        topic = _topic_with_one_record(c, "corrupt")
+        if kafka_broker.external and corruption.kafka_code == 0:  # Kafka acknowledges it
+            assert produce(c, topic, 0, corruption.records).error_code == 0
+            return
+        expected = corruption.kafka_code if kafka_broker.external else corruption.code
+        _produce_and_check_refused(c, topic, corruption.records, expected)
+
+
+@pytest.mark.kafka_reference
+def test_f6_incomplete_bytes_after_the_batch_are_dropped(kafka_broker) -> None:
+    """Kafka ignores an incomplete batch after the one a Produce carries (fewer than 17 bytes, or
+    a declared size past the data); the batch itself is appended, the stray bytes are not."""
+    now = int(time.time() * 1000)
+    with _connect(kafka_broker) as c:
+        topic = _topic_with_one_record(c, "tail")
+        for tail in (b"\x00" * 7, struct.pack(">qi", 0, 500) + b"\x00\x00\x00\x00\x02" + b"\x01" * 20):
+            hw = high_watermark(c, topic)
+            p = produce(c, topic, 0, bytes(build_batch([(b"k", b"kept")], timestamp_ms=now)) + tail)
+            assert p.error_code == 0, p
+            assert p.base_offset == hw
+            assert [r.value for r in fetch_records(c, topic, 0, hw)] == [b"kept"]
+            after = produce(c, topic, 0, valid_batch(1, prefix=b"next"))
+            assert after.base_offset == hw + 1
+            assert [r.value for r in fetch_records(c, topic, 0, hw)] == [b"kept", b"next0"]

@@ -12,12 +12,16 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import structlog
+
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.protocol import messages
-from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.errors import CorruptRecord, ErrorCode
 from minikafka.protocol.types import ZERO_MS, IsolationLevel, TopicPartition, ms
 from minikafka.storage.errors import OffsetOutOfRange
+
+log = structlog.get_logger("minikafka.broker")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +83,12 @@ class FetchHandler:
                 if max_bytes > 0 or min_one else (b"", p.fetch_offset)
         except OffsetOutOfRange:
             return b"", _error(tp.partition, ErrorCode.offset_out_of_range, hw, lso, plog.log_start_offset)
+        except CorruptRecord as exc:
+            # Never served as data: the consumer gets the error at that offset, everything before
+            # it stays readable.
+            log.warning("corrupt_batch_not_served", topic=tp.topic, partition=tp.partition,
+                        fetch_offset=p.fetch_offset, reason=str(exc))
+            return b"", _error(tp.partition, ErrorCode.corrupt_message, hw, lso, plog.log_start_offset)
         aborted = None
         if read_committed:
             # The aborted transactions overlapping the returned range, so the client can drop them.

@@ -10,10 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import structlog
+
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.protocol import messages
-from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.errors import CorruptRecord, ErrorCode
 from minikafka.protocol.types import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -22,6 +24,8 @@ from minikafka.protocol.types import (
     IsolationLevel,
     TopicPartition,
 )
+
+log = structlog.get_logger("minikafka.broker")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,12 +53,14 @@ class ListOffsetsHandler:
             offset = plog.log_start_offset
         elif timestamp == LATEST_TIMESTAMP:
             offset = fetchable
-        elif timestamp == MAX_TIMESTAMP:
-            found = plog.max_timestamp_offset()
-            if found is not None and found[0] < fetchable:
-                offset, ts = found
-        elif timestamp >= 0:
-            found = plog.offset_for_timestamp(timestamp)
+        elif timestamp == MAX_TIMESTAMP or timestamp >= 0:
+            try:
+                found = plog.max_timestamp_offset() if timestamp == MAX_TIMESTAMP else \
+                    plog.offset_for_timestamp(timestamp)
+            except CorruptRecord as exc:
+                log.warning("corrupt_batch_not_served", topic=tp.topic, partition=tp.partition, reason=str(exc))
+                return messages.ListOffsetsPartitionResponse(partition_index=tp.partition,
+                                                             error_code=ErrorCode.corrupt_message)
             if found is not None and found[0] < fetchable:
                 offset, ts = found
         else:
