@@ -1,0 +1,126 @@
+"""A corrupted batch on disk is never served as data (issue: never acknowledge what cannot be read
+back, part 4), after a clean stop as after a crash.
+
+After a clean stop minikafka, like Kafka, trusts its segments and does not re-read them; every
+Fetch then checks the CRC of each batch it returns, so a damaged batch is answered with
+CORRUPT_MESSAGE at its offset (everything before it stays readable) and a warning names the file
+and position. After a crash, recovery re-validates the segment and truncates it at the damage.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from rawclient import RawClient, high_watermark, list_offsets_v7
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+RECORDS = 300
+PER_BATCH = 10
+DAMAGED_OFFSET = 150
+
+
+def _fill(bootstrap: str, topic: str) -> dict[int, bytes]:
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": "all"})
+    acked: dict[int, bytes] = {}
+    for b in range(RECORDS // PER_BATCH):
+        for i in range(PER_BATCH):
+            value = b"value-%04d" % (b * PER_BATCH + i)
+            p.produce(topic, value, partition=0,
+                      on_delivery=lambda err, m: acked.__setitem__(m.offset(), m.value()) if err is None else None)
+        assert p.flush(30) == 0
+    assert len(acked) == RECORDS
+    return acked
+
+
+def _batch_position(segment: bytes, offset: int) -> int:
+    pos = 0
+    while pos + 12 <= len(segment):
+        base, length = struct.unpack_from(">qi", segment, pos)
+        last = base + struct.unpack_from(">i", segment, pos + 23)[0]
+        if base <= offset <= last:
+            return pos
+        pos += 12 + length
+    raise AssertionError(f"no batch holds offset {offset}")
+
+
+def _damage(broker, topic: str, how: str) -> int:
+    path = broker.data_dir / f"{topic}-0" / ("0" * 20 + ".log")
+    data = bytearray(path.read_bytes())
+    pos = _batch_position(bytes(data), DAMAGED_OFFSET)
+    if how == "flipped-byte":  # one byte of a record's value: only the CRC can tell
+        data[pos + 70] ^= 0x01
+    else:  # 100 garbage bytes over the batch, its header included
+        data[pos : pos + 100] = bytes(range(100, 200))
+    path.write_bytes(bytes(data))
+    return pos
+
+
+def _consume(bootstrap: str, topic: str, settle_s: float = 3.0) -> tuple[dict[int, bytes], list[KafkaError]]:
+    """Everything a consumer gets from offset 0: records, and errors, until nothing new for settle_s."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"c-{uuid.uuid4().hex[:6]}", "log_level": 3,
+                  "enable.auto.commit": False, "fetch.error.backoff.ms": 100})
+    c.assign([TopicPartition(topic, 0, 0)])
+    got: dict[int, bytes] = {}
+    errors: list[KafkaError] = []
+    quiet_since = time.monotonic()
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline and time.monotonic() - quiet_since < settle_s:
+            m = c.poll(0.2)
+            if m is None:
+                continue
+            if m.error() is not None:
+                if not errors:
+                    quiet_since = time.monotonic()
+                errors.append(m.error())
+            else:
+                got[m.offset()] = m.value()
+                quiet_since = time.monotonic()
+    finally:
+        c.close()
+    return got, errors
+
+
+@pytest.mark.parametrize("how", ["flipped-byte", "garbage-over-header"])
+def test_after_a_clean_stop_a_damaged_batch_is_an_error_never_data(broker_factory, how: str) -> None:
+    broker = broker_factory()
+    topic = f"damaged-{uuid.uuid4().hex[:6]}"
+    acked = _fill(broker.bootstrap, topic)
+    assert broker.term() == 0
+    position = _damage(broker, topic, how)
+    broker.start()
+
+    got, errors = _consume(broker.bootstrap, topic)
+    assert got == {o: v for o, v in acked.items() if o < DAMAGED_OFFSET}, "wrong or altered records served"
+    assert errors, "the consumer stopped without an error"
+    assert all(e.code() == KafkaError.INVALID_MSG for e in errors), errors[:3]  # CORRUPT_MESSAGE (2)
+    log = broker.log_path.read_text()
+    assert "corrupt_batch_not_served" in log and f"position {position} of " in log
+    with RawClient.connect(broker.bootstrap) as c:
+        assert high_watermark(c, topic) == RECORDS  # nothing was truncated on a clean start
+        # ListOffsets by a timestamp in the damaged region: an answer, never a frozen broker.
+        resp = c.request(list_offsets_v7(topic, 0, int(time.time() * 1000) - 3_600_000), 7)
+        assert resp.topics[0].partitions[0].error_code in (0, 2)
+    t0 = time.monotonic()
+    assert broker.term() == 0
+    assert time.monotonic() - t0 < 5.0
+
+
+def test_after_a_crash_recovery_truncates_at_the_damage(broker_factory) -> None:
+    broker = broker_factory()
+    topic = f"damaged-{uuid.uuid4().hex[:6]}"
+    acked = _fill(broker.bootstrap, topic)
+    broker.kill9()
+    _damage(broker, topic, "flipped-byte")
+    broker.start()
+    with RawClient.connect(broker.bootstrap) as c:
+        assert high_watermark(c, topic) == DAMAGED_OFFSET
+    got, errors = _consume(broker.bootstrap, topic, settle_s=1.5)
+    assert got == {o: v for o, v in acked.items() if o < DAMAGED_OFFSET}
+    assert errors == []
+    assert "segment_truncated" in broker.log_path.read_text()
