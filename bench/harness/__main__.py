@@ -10,6 +10,7 @@ import socket
 import sys
 from pathlib import Path
 
+from .brokers import BROKERS
 from .profiles import PROFILES, SCENARIOS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         profile["e1_rates"] = [int(x) for x in args.e1_rates.split(",") if x]
     brokers = [b for b in args.brokers.split(",") if b]
     scenarios = [s for s in args.scenarios.split(",") if s]
-    bad = [s for s in scenarios if s not in SCENARIOS] + [b for b in brokers if b not in ("minikafka", "kafka", "tansu")]
+    bad = [s for s in scenarios if s not in SCENARIOS] + [b for b in brokers if b not in BROKERS]
     if bad:
         ap.error(f"unknown: {bad}")
     out = args.out

@@ -314,4 +314,15 @@ class Tansu(Broker):
         return {"command": " ".join(self.command()), "tansu_version": ver}
 
 
-BROKERS = {"minikafka": MiniKafka, "kafka": ApacheKafka, "tansu": Tansu}
+class MiniKafkaNoValidation(MiniKafka):
+    """minikafka with the record walk of produced batches off: the 'before' column of issue 13's
+    validation cost (P2/P3/P4 and CPU-s/GB within 5 % / 10 % of it). Not a way to run a broker."""
+
+    name = "minikafka-novalidate"
+
+    def env(self) -> dict[str, str]:
+        return {**super().env(), "MINIKAFKA_BENCH_SKIP_RECORD_VALIDATION": "1"}
+
+
+BROKERS = {"minikafka": MiniKafka, "minikafka-novalidate": MiniKafkaNoValidation, "kafka": ApacheKafka,
+           "tansu": Tansu}

@@ -9,8 +9,9 @@ from typing import Any
 
 from . import workloads
 
-BROKER_ORDER = ("minikafka", "kafka", "tansu")
-LABEL = {"minikafka": "minikafka", "kafka": "Kafka", "tansu": "Tansu"}
+BROKER_ORDER = ("minikafka", "minikafka-novalidate", "kafka", "tansu")
+LABEL = {"minikafka": "minikafka", "minikafka-novalidate": "minikafka (no record walk)", "kafka": "Kafka",
+         "tansu": "Tansu"}
 
 # (section, scenario, point, key, label, unit, target) ; target = (op, value) on the ratio minikafka/Kafka
 Row = tuple[str, str, str, str, str, str, "tuple[str, float] | None"]

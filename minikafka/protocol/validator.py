@@ -211,18 +211,7 @@ def validate_client_batch(buf: bytes | bytearray | memoryview, pos: int, h: Batc
 
     Raises InvalidRecord (with record_errors for content faults) or InvalidTimestamp. Size, magic
     and CRC are checked before (records.split_batches)."""
-    if h.last_offset_delta < 0:
-        raise InvalidRecord(f"Batch has an invalid offset range: [0, {h.last_offset_delta}]")
-    if h.records_count <= 0:
-        raise InvalidRecord(f"Invalid reported count for record batch: {h.records_count}")
-    if h.records_count != h.last_offset_delta + 1:
-        raise InvalidRecord(f"Inconsistent batch offset range [0, {h.last_offset_delta}] "
-                            f"and record count {h.records_count}")
-    if h.is_control:
-        raise InvalidRecord("Clients are not allowed to write control records")
-    if h.producer_id >= 0 and h.base_sequence < 0:
-        raise InvalidRecord(f"Invalid sequence number {h.base_sequence} in record batch with "
-                            f"producerId {h.producer_id}")
+    check_client_batch_header(h)
     data = _produced_record_area(buf, pos, h)
     if rules.log_append_time:
         low, high = INT64_MIN, INT64_MAX
@@ -235,6 +224,22 @@ def validate_client_batch(buf: bytes | bytearray | memoryview, pos: int, h: Batc
     if walk.bad:
         raise _content_error(walk.bad, low, high)
     return walk.max_timestamp
+
+
+def check_client_batch_header(h: BatchHeader) -> None:
+    """The batch-level rules (LogValidator.validateBatch for a client's batch)."""
+    if h.last_offset_delta < 0:
+        raise InvalidRecord(f"Batch has an invalid offset range: [0, {h.last_offset_delta}]")
+    if h.records_count <= 0:
+        raise InvalidRecord(f"Invalid reported count for record batch: {h.records_count}")
+    if h.records_count != h.last_offset_delta + 1:
+        raise InvalidRecord(f"Inconsistent batch offset range [0, {h.last_offset_delta}] "
+                            f"and record count {h.records_count}")
+    if h.is_control:
+        raise InvalidRecord("Clients are not allowed to write control records")
+    if h.producer_id >= 0 and h.base_sequence < 0:
+        raise InvalidRecord(f"Invalid sequence number {h.base_sequence} in record batch with "
+                            f"producerId {h.producer_id}")
 
 
 def _content_error(bad: list[tuple[int, int, int]], low: int, high: int) -> InvalidRecord | InvalidTimestamp:
