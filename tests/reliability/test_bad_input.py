@@ -12,6 +12,7 @@ import struct
 import time
 import uuid
 
+import builders
 import fuzzing
 import pytest
 from rawclient import (
@@ -19,7 +20,9 @@ from rawclient import (
     api_versions_v3,
     create_topics_v7,
     fetch_records,
+    fetch_v12,
     high_watermark,
+    list_offsets_v7,
     metadata_v12,
     produce,
     produce_v9,
@@ -378,3 +381,48 @@ def test_f6_incomplete_bytes_after_the_batch_are_dropped(kafka_broker) -> None:
             after = produce(c, topic, 0, valid_batch(1, prefix=b"next"))
             assert after.base_offset == hw + 1
             assert [r.value for r in fetch_records(c, topic, 0, hw)] == [b"kept", b"next0"]
+
+
+@pytest.mark.kafka_reference
+def test_f6_record_errors_name_each_bad_record(kafka_broker) -> None:
+    """Per-record faults come back as record_errors (KIP-467): every keyless record of a compacted
+    topic, every record with a timestamp over message.timestamp.after.max.ms (one hour)."""
+    now = int(time.time() * 1000)
+    with _connect(kafka_broker) as c:
+        compacted = _topic_with_one_record(c, "compact", {"cleanup.policy": "compact"})
+        keyless = builders.batch(builders.record(0, None) + builders.record(1, b"k") + builders.record(2, None), 3,
+                                 base_ts=now)
+        hw = high_watermark(c, compacted)
+        p = produce(c, compacted, 0, keyless)
+        assert p.error_code == INVALID_RECORD
+        assert [e.batch_index for e in p.record_errors] == [0, 2]
+        assert all(e.batch_index_error_message for e in p.record_errors)
+        assert p.error_message
+        assert high_watermark(c, compacted) == hw
+
+        topic = _topic_with_one_record(c, "future")
+        future = builders.batch(builders.record(0) + builders.record(1, ts_delta=2 * 3_600_000) + builders.record(2),
+                                3, base_ts=now)
+        p = produce(c, topic, 0, future)
+        assert p.error_code == 32  # INVALID_TIMESTAMP
+        assert [e.batch_index for e in p.record_errors] == [1]
+        assert "out of range" in p.record_errors[0].batch_index_error_message
+        _produce_and_check_refused(c, topic, future, 32)
+
+
+@pytest.mark.kafka_reference
+def test_f5_out_of_range_isolation_level_is_invalid_request(kafka_broker) -> None:
+    """An enum value no version defines gets INVALID_REQUEST on an open connection (Kafka throws
+    from IsolationLevel.forId and answers UNKNOWN_SERVER_ERROR)."""
+    import dataclasses
+
+    topic = _topic("enum")
+    expected = -1 if kafka_broker.external else 42  # measured on Kafka 4.3.1: UNKNOWN_SERVER_ERROR
+    with _connect(kafka_broker) as c:
+        wait_for_topic(c, topic)
+        fetch = c.request(dataclasses.replace(fetch_v12(topic, 0, 0), isolation_level=5), 12)
+        assert fetch.error_code == expected
+        offsets = c.request(dataclasses.replace(list_offsets_v7(topic, 0), isolation_level=3), 7)
+        assert offsets.topics[0].partitions[0].error_code == expected
+        assert c.request(api_versions_v3(), 3).error_code == 0  # the connection stays usable
+    assert_healthy(kafka_broker)

@@ -30,6 +30,9 @@ class FetchHandler:
     svc: BrokerServices
 
     async def __call__(self, ctx: RequestContext, req: Any) -> messages.FetchResponse:
+        if req.isolation_level not in (IsolationLevel.READ_UNCOMMITTED, IsolationLevel.READ_COMMITTED):
+            # Kafka's IsolationLevel.forId throws for it (an UNKNOWN_SERVER_ERROR there).
+            return self.error_response(req, ErrorCode.invalid_request)
         response, total = self._read(req)
         max_wait_ms = ms(req.max_wait)
         if total >= req.min_bytes or max_wait_ms <= 0 or _has_error(response):

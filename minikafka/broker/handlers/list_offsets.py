@@ -35,9 +35,13 @@ class ListOffsetsHandler:
 
     async def __call__(self, ctx: RequestContext, req: Any) -> messages.ListOffsetsResponse:
         read_committed = req.isolation_level == IsolationLevel.READ_COMMITTED
+        # Kafka's IsolationLevel.forId throws for any other value (an UNKNOWN_SERVER_ERROR there).
+        known = req.isolation_level in (IsolationLevel.READ_UNCOMMITTED, IsolationLevel.READ_COMMITTED)
         topics = []
         for t in req.topics:
             parts = tuple(self._one(TopicPartition(t.name, p.partition_index), p.timestamp, read_committed)
+                          if known else messages.ListOffsetsPartitionResponse(
+                              partition_index=p.partition_index, error_code=ErrorCode.invalid_request)
                           for p in t.partitions)
             topics.append(messages.ListOffsetsTopicResponse(name=t.name, partitions=parts))
         return messages.ListOffsetsResponse(throttle_time=ZERO_MS, topics=tuple(topics))
