@@ -181,6 +181,16 @@ MALFORMED = {
     # Metadata v4: one topic whose non-nullable name has length -2, and -1.
     "negative-string-length": _metadata_v4_header() + struct.pack(">ih", 1, -2) + b"\x01",
     "null-non-nullable-string": _metadata_v4_header() + struct.pack(">ih", 1, -1) + b"\x01",
+    # A topic name that is not UTF-8.
+    "non-utf8-string": _metadata_v4_header() + struct.pack(">ih", 1, 2) + b"\xff\xfe" + b"\x01",
+    # Metadata v4: a negative topics count other than -1 (null).
+    "negative-array-count": _metadata_v4_header() + struct.pack(">i", -5) + b"\x01",
+    # Fetch v4: a null topics array (Fetch's topics are not nullable); fetch.py used to get None.
+    "null-non-nullable-array": request_header(1, 4, 5) + struct.pack(">iiiib", -1, 0, 1, 1 << 20, 0)
+    + struct.pack(">i", -1),
+    # ListOffsets v7: null topics.
+    "null-list-offsets-topics": request_header(2, 7, 5, flexible=True) + struct.pack(">ib", -1, 0) + b"\x00"
+    + b"\x00",
 }
 
 
