@@ -67,8 +67,13 @@ def _serve(args: argparse.Namespace) -> int:
     import uvloop
 
     from minikafka.broker.app import Broker
+    from minikafka.storage.errors import StartupError
 
-    uvloop.run(Broker(config).run())
+    try:
+        uvloop.run(Broker(config).run())
+    except StartupError as exc:  # a data directory that cannot be used: one line, no traceback
+        print(f"minikafka: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

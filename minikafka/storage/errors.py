@@ -7,6 +7,11 @@ class StorageError(Exception):
     error_code = ErrorCode.unknown_server_error
 
 
+class StartupError(Exception):
+    """The data directory cannot be used as it is; the message is the one line an operator sees
+    (which file, what is wrong, what to do) instead of a traceback."""
+
+
 class OffsetOutOfRange(StorageError):
     error_code = ErrorCode.offset_out_of_range
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from minikafka.protocol.types import TopicPartition
+from minikafka.storage.errors import StartupError
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -143,14 +144,29 @@ def write_meta_properties(log_dir: Path, *, node_id: int, cluster_id: str, direc
 
 
 def read_meta_properties(log_dir: Path) -> dict[str, str] | None:
+    """The properties of `meta.properties`, None when there is none; StartupError when it cannot be
+    read as one (binary garbage, no node.id or cluster.id, a node.id that is not a number)."""
+    path = log_dir / META_PROPERTIES
     try:
-        text = (log_dir / META_PROPERTIES).read_text()
+        raw = path.read_bytes()
     except FileNotFoundError:
         return None
+    what_to_do = (f"restore {path} from a backup, or delete it to have a new one written "
+                  "(a new cluster.id: clients that stored the old one will notice)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise StartupError(f"{path} is not a properties file (not text); {what_to_do}") from None
     out: dict[str, str] = {}
     for line in text.splitlines():
         if line.startswith("#") or "=" not in line:
             continue
         k, v = line.split("=", 1)
         out[k.strip()] = v.strip()
+    if "node.id" not in out or not out.get("cluster.id"):
+        raise StartupError(f"{path} has no node.id or no cluster.id; {what_to_do}")
+    try:
+        int(out["node.id"])
+    except ValueError:
+        raise StartupError(f"{path} has node.id={out['node.id']!r}, not a number; {what_to_do}") from None
     return out

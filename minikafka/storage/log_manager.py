@@ -22,6 +22,8 @@ import structlog
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import TopicPartition
 from minikafka.storage import files
+from minikafka.storage.dir_lock import DataDirLock
+from minikafka.storage.errors import StartupError
 from minikafka.storage.partition_log import PartitionLog
 
 log = structlog.get_logger("minikafka.storage")
@@ -69,10 +71,12 @@ class LogManager:
         self.logs: dict[TopicPartition, PartitionLog] = {}
         self.cluster_id = cluster_id or ""
         self.clean_startup = False
+        self.lock = DataDirLock(data_dir)
 
     # ------------------------------------------------------------------------------ lifecycle
     def startup(self, now_ms: int) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.lock.acquire()  # before reading anything: another broker may be writing here
         meta = files.read_meta_properties(self.data_dir)
         if meta is None:
             if not self.cluster_id:
@@ -82,7 +86,8 @@ class LogManager:
         else:
             stored = int(meta.get("node.id", self.node_id))
             if stored != self.node_id:
-                raise RuntimeError(f"{self.data_dir} belongs to node.id={stored}, not {self.node_id}")
+                raise StartupError(f"{self.data_dir} belongs to node.id={stored}, not {self.node_id}: "
+                                   "set node.id to match, or use another log.dirs")
             self.cluster_id = meta.get("cluster.id", self.cluster_id)
 
         marker = self.data_dir / files.CLEAN_SHUTDOWN_FILE
@@ -140,6 +145,7 @@ class LogManager:
             plog.close(snapshot=True)
         files.atomic_write(self.data_dir / files.CLEAN_SHUTDOWN_FILE,
                            json.dumps({"version": 0, "brokerEpoch": -1}).encode())
+        self.lock.release()
 
     def _read_checkpoint(self, name: str) -> dict[TopicPartition, int]:
         try:

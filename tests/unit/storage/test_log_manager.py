@@ -15,6 +15,7 @@ from minikafka.protocol import records
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import TopicPartition
 from minikafka.storage import files
+from minikafka.storage.errors import StartupError
 from minikafka.storage.log_manager import LogManager, TopicError
 
 pytestmark = pytest.mark.unit
@@ -43,6 +44,7 @@ def crash(lm: LogManager) -> None:
             seg.fd = -1
             seg.index.close()
             seg.time_index.close()
+    lm.lock.release()  # the process is gone, and its flock with it
 
 
 def test_create_topic_writes_partition_metadata(tmp_path):
@@ -77,8 +79,10 @@ def test_meta_properties(tmp_path):
     cluster = lm.cluster_id
     lm.shutdown()
     # The cluster id survives restarts; another node id is refused.
-    assert manager(tmp_path, node_id=3).cluster_id == cluster
-    with pytest.raises(RuntimeError):
+    again = manager(tmp_path, node_id=3)
+    assert again.cluster_id == cluster
+    again.shutdown()
+    with pytest.raises(StartupError, match="node.id=3"):
         manager(tmp_path, node_id=4)
 
 
