@@ -12,6 +12,7 @@ firing as clients reconnect) and each bounded by `limit`:
     close_after_request(every=n)         the connection is closed right after forwarding the request
     delay_response(api_key, seconds)     responses are held for a while
     stall(api_key) / release()           matching requests are held until release()
+    close_connections()                  every proxied connection is closed at once
 
 The broker must advertise the proxy's address (advertised.listeners), otherwise clients follow
 Metadata to the broker's own port and bypass the proxy:
@@ -92,6 +93,7 @@ class FaultProxy:
         self._server: asyncio.base_events.Server | None = None
         self._stall_released: asyncio.Event | None = None
         self._conns: set[asyncio.Task[None]] = set()
+        self._live: set[_Conn] = set()
 
     @property
     def bootstrap(self) -> str:
@@ -131,6 +133,18 @@ class FaultProxy:
             self.rules = [r for r in self.rules if r.action != STALL]
         assert self._loop is not None
         self._loop.call_soon_threadsafe(self._stall_released.set)  # type: ignore[union-attr]
+
+    def close_connections(self) -> int:
+        """Close every proxied connection now (requests in flight fail at the client); returns how many."""
+        assert self._loop is not None
+
+        async def close_all() -> int:
+            live = list(self._live)
+            for conn in live:
+                conn.closed.set()
+            return len(live)
+
+        return asyncio.run_coroutine_threadsafe(close_all(), self._loop).result(5)
 
     def clear_rules(self) -> None:
         with self._lock:
@@ -212,7 +226,11 @@ class FaultProxy:
                 c_writer.close()
                 return
             conn = _Conn(self, c_reader, c_writer, b_reader, b_writer)
-            await conn.run()
+            self._live.add(conn)
+            try:
+                await conn.run()
+            finally:
+                self._live.discard(conn)
         except asyncio.CancelledError:
             pass
         finally:

@@ -5,6 +5,20 @@ inside a transaction together with the consumer's offsets, aborts about one tran
 and rewinds to the committed offsets after every abort (the consumer does not rewind by itself).
 Prints JSON status lines; exits 0 once nothing is left to copy, 1 on a fatal error.
 
+The copier is correct even when its client library misbehaves, which is the pattern users should
+copy (README, "Exactly-once copiers"):
+- It seeks and assigns only to concrete offsets: the committed offset, or the low watermark when
+  nothing is committed, never OFFSET_BEGINNING/END. librdkafka (2.16) resolves a logical offset
+  with a ListOffsets query; if that query fails after a later seek moved the partition to a real
+  offset (a broker bounce does it), its 500 ms retry timer stays armed ("timed offset query for
+  offset BEGINNING in state active"), fires, and moves the fetch position back to the start, so
+  records already copied and committed would be copied again (test_offset_query_pitfall.py
+  reproduces it). This happened against Apache Kafka 4.3.1 as against minikafka.
+- It keeps the next offset it expects per partition (NextOffsets) and drops any record below it,
+  whatever the consumer hands back.
+- The offsets it commits with a transaction are computed from the records it copied, never from
+  `position()`, which a stale reset may have moved.
+
     python copier.py BOOTSTRAP TRANSACTIONAL_ID INPUT OUTPUT GROUP --partition P | --subscribe
                      [--max-per-txn 200] [--seed S] [--txn-timeout-ms 10000]
 """
@@ -19,11 +33,53 @@ import signal
 import sys
 import time
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 
 def emit(**kw: object) -> None:
     print(json.dumps(kw), flush=True)
+
+
+class NextOffsets:
+    """The next offset to copy per (topic, partition): the one fact an exactly-once copier needs.
+
+    `start()` records where a partition (re)starts, from the committed offset or the low watermark;
+    `accept()` says whether a consumed record is new (at or after the expected offset; read_committed
+    consumers skip markers and aborted records, so gaps are normal) and moves past it; `offsets()`
+    is what the transaction commits for the group."""
+
+    def __init__(self) -> None:
+        self.next: dict[tuple[str, int], int] = {}
+        self.dropped = 0
+
+    def start(self, topic: str, partition: int, offset: int) -> None:
+        self.next[(topic, partition)] = offset
+
+    def forget(self, topic: str, partition: int) -> None:
+        self.next.pop((topic, partition), None)
+
+    def accept(self, topic: str, partition: int, offset: int) -> bool:
+        expected = self.next.get((topic, partition))
+        if expected is None or offset < expected:
+            self.dropped += 1  # stale (a reset moved the fetch back) or not ours (revoked)
+            return False
+        self.next[(topic, partition)] = offset + 1
+        return True
+
+    def offsets(self) -> list[TopicPartition]:
+        return [TopicPartition(t, p, o) for (t, p), o in sorted(self.next.items())]
+
+
+def concrete_start_offsets(consumer: Consumer, parts: list[TopicPartition]) -> list[TopicPartition]:
+    """Committed offset per partition, or its low watermark when the group has none: never a
+    logical offset (see the module docstring)."""
+    out = []
+    for tp in consumer.committed(parts, timeout=30):
+        offset = tp.offset
+        if offset < 0:
+            offset, _ = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=30, cached=False)
+        out.append(TopicPartition(tp.topic, tp.partition, offset))
+    return out
 
 
 def main() -> int:
@@ -67,10 +123,25 @@ def main() -> int:
         "transaction.timeout.ms": args.txn_timeout_ms, "batch.size": 512, "linger.ms": 5,
         "max.in.flight.requests.per.connection": 5,
     })
+    tracker = NextOffsets()
+
+    def on_assign(c: Consumer, parts: list[TopicPartition]) -> None:
+        # Start every newly assigned partition at a concrete offset (the default would resolve
+        # a partition without a committed offset through auto.offset.reset: a logical offset).
+        start = concrete_start_offsets(c, parts)
+        for tp in start:
+            tracker.start(tp.topic, tp.partition, tp.offset)
+        c.assign(start)
+
+    def on_revoke(c: Consumer, parts: list[TopicPartition]) -> None:
+        for tp in parts:
+            tracker.forget(tp.topic, tp.partition)
+        c.unassign()
+
     if args.subscribe:
-        consumer.subscribe([args.input])
+        consumer.subscribe([args.input], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
     else:
-        consumer.assign([TopicPartition(args.input, args.partition)])
+        on_assign(consumer, [TopicPartition(args.input, args.partition)])
     producer.init_transactions(60)
 
     def assignment() -> list[TopicPartition]:
@@ -81,29 +152,30 @@ def main() -> int:
         parts = assignment()
         if not parts:
             return
-        committed = [TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING)
-                     for tp in consumer.committed(parts, timeout=30)]
+        start = concrete_start_offsets(consumer, parts)
+        for tp in start:
+            tracker.start(tp.topic, tp.partition, tp.offset)
         if args.subscribe:
-            for tp in committed:
+            for tp in start:
                 consumer.seek(tp)
         else:
-            consumer.assign(committed)  # valid in any fetch state, unlike seek()
+            consumer.assign(start)  # valid in any fetch state, unlike seek()
 
     def remaining() -> int:
         total = 0
         parts = assignment()
         if not parts:
             return -1
-        positions = consumer.position(parts)
-        # position() is unknown (-1001) until a message was consumed; then the committed offset is
-        # where this instance starts (a restarted copier may have nothing left to copy).
-        committed = {(tp.topic, tp.partition): tp.offset for tp in consumer.committed(parts, timeout=30)}
-        for tp in positions:
-            lo, hi = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=10, cached=False)
-            pos = tp.offset if tp.offset >= 0 else committed.get((tp.topic, tp.partition), -1)
-            pos = pos if pos >= 0 else lo
+        for tp in parts:
+            pos = tracker.next.get((tp.topic, tp.partition))
+            if pos is None:
+                return -1  # assigned, not started yet
+            _, hi = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=10, cached=False)
             total += max(0, hi - pos)
         return total
+
+    def fresh(batch: list[Message]) -> list[Message]:
+        return [m for m in batch if not m.error() and tracker.accept(m.topic(), m.partition(), m.offset())]
 
     def retry(call, *a):  # type: ignore[no-untyped-def]
         while True:
@@ -121,7 +193,7 @@ def main() -> int:
     deadline = time.monotonic() + args.deadline_s
     try:
         while not stopping and time.monotonic() < deadline:
-            msgs = [m for m in consumer.consume(args.max_per_txn, timeout=0.2) if not m.error()]
+            msgs = fresh(consumer.consume(args.max_per_txn, timeout=0.2))
             if not msgs:
                 if assignment() and time.monotonic() - idle_since > 1.0:
                     left = remaining()
@@ -138,8 +210,8 @@ def main() -> int:
                 for m in msgs:
                     producer.produce(args.output, key=m.key(), value=m.value(), partition=m.partition())
                     producer.poll(0)
-                offsets = consumer.position(assignment())
-                producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 30)
+                # What was copied decides what is committed, not position() (see the docstring).
+                producer.send_offsets_to_transaction(tracker.offsets(), consumer.consumer_group_metadata(), 30)
                 txns += 1
                 if rng.random() < 1 / 3:
                     producer.abort_transaction(30)
@@ -167,7 +239,7 @@ def main() -> int:
                 continue
             emit(stage="ProcessLoop", consumed=consumed, remaining=-1, transactions=txns)
     finally:
-        emit(stage="ShutdownComplete", consumed=consumed, transactions=txns)
+        emit(stage="ShutdownComplete", consumed=consumed, transactions=txns, stale_dropped=tracker.dropped)
         try:
             consumer.close()
         except Exception:
