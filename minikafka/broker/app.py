@@ -78,6 +78,10 @@ class Broker:
             self.services.watch_new_partitions(topic)
         self.groups.load(self.clock.now_ms())
         self.txn.load()
+        # Internal partitions that lost unreadable records: say which groups and ids live there.
+        damaged = self.logs.damaged
+        self.groups.report_damage(tp.partition for tp in damaged if tp.topic == OFFSETS_TOPIC)
+        self.txn.report_damage(tp.partition for tp in damaged if tp.topic == TXN_TOPIC)
         self.txn.resume_pending_markers(self.clock.now_ms)
         self._tasks.append(asyncio.create_task(self._group_timers()))
         await self.server.start()

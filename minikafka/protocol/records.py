@@ -106,6 +106,31 @@ def is_intact(buf: bytes | bytearray | memoryview, pos: int, size: int) -> bool:
             and _U32.unpack_from(buf, pos + 17)[0] == crc_of(buf, pos, size))
 
 
+def salvage_batches(buf: bytes | bytearray | memoryview) -> tuple[list[tuple[int, int]], int]:
+    """(position, size) of every intact v2 batch in bytes that begin with a damaged one, with the
+    number of bytes that belong to none. Used where a log must be rebuilt from what is still
+    readable after a corrupt batch (internal topics): a batch counts only if its CRC matches, so
+    a length field that points into garbage is not trusted; the scan then moves to the next byte
+    where a magic value of 2 could start a batch."""
+    found: list[tuple[int, int]] = []
+    n = len(buf)
+    pos = 0
+    lost = 0
+    view = bytes(buf)
+    while pos + HEADER_SIZE <= n:
+        _, size = peek_size(view, pos)
+        if HEADER_SIZE <= size <= n - pos and is_intact(view, pos, size):
+            found.append((pos, size))
+            pos += size
+            continue
+        # Resync: the next position whose magic byte (offset 16 of a batch) could be a batch's.
+        nxt = view.find(bytes([MAGIC]), pos + 17)
+        step = n - pos if nxt < 0 else nxt - 16 - pos
+        lost += step
+        pos += step
+    return found, lost + (n - pos)
+
+
 def split_batches(buf: bytes | bytearray | memoryview) -> list[tuple[int, BatchHeader]]:
     """Header-check every batch in a produce payload; return (position, header) per batch.
 

@@ -24,7 +24,7 @@ from minikafka.protocol.types import TopicPartition
 from minikafka.storage import files
 from minikafka.storage.dir_lock import DataDirLock
 from minikafka.storage.errors import StartupError
-from minikafka.storage.partition_log import PartitionLog
+from minikafka.storage.partition_log import LogDamage, PartitionLog
 
 log = structlog.get_logger("minikafka.storage")
 
@@ -72,6 +72,7 @@ class LogManager:
         self.cluster_id = cluster_id or ""
         self.clean_startup = False
         self.lock = DataDirLock(data_dir)
+        self.damaged: dict[TopicPartition, LogDamage] = {}  # internal partitions salvaged at startup
 
     # ------------------------------------------------------------------------------ lifecycle
     def startup(self, now_ms: int) -> None:
@@ -115,6 +116,9 @@ class LogManager:
                 tp, path, self.topic_config(tp.topic),
                 recovery_point=recovery_points.get(tp, 0), log_start_offset=start_offsets.get(tp, 0),
                 clean=self.clean_startup, now_ms=now_ms,
+                # Internal topics hold the coordinators' state: re-validated at every start (they
+                # are small), and what is intact after a corrupt batch is kept (PartitionLog.open).
+                salvage=info.internal,
             )
         # Partitions named in the topics file whose directory is missing are created empty.
         for info in self.topics.values():
@@ -126,6 +130,7 @@ class LogManager:
             marker.unlink()
         self._save_topics_file()
         self.checkpoint()
+        self.damaged = {tp: pl.damage for tp, pl in self.logs.items() if pl.damage is not None}
         log.info("logs_loaded", partitions=len(self.logs), clean=self.clean_startup,
                  recovered_segments=sum(pl.recovered_segments for pl in self.logs.values()))
         stats_file = os.environ.get("MINIKAFKA_STATS_FILE")  # test hook: what startup re-validated

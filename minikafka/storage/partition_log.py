@@ -55,6 +55,14 @@ class AppendResult(NamedTuple):
     log_start_offset: int
 
 
+class LogDamage(NamedTuple):
+    """What a salvaging recovery could not keep: bytes that were no intact batch, from `at_offset`."""
+
+    at_offset: int
+    unreadable_bytes: int
+    batches_kept: int
+
+
 class PartitionLog:
     def __init__(self, tp: TopicPartition, directory: Path, topic_config: Mapping[str, Any],
                  now_ms: int) -> None:
@@ -71,12 +79,19 @@ class PartitionLog:
         self.recovered_segments = 0  # how many segments the last open() re-validated (for tests)
         self.producer_state = ProducerStateManager()
         self.completed_txns: list[CompletedTxn] = []  # markers seen by the last append (for the caller)
+        self.damage: LogDamage | None = None  # set by a salvaging open() that found a corrupt batch
 
     # ------------------------------------------------------------------------------ lifecycle
     @classmethod
     def open(cls, tp: TopicPartition, directory: Path, topic_config: Mapping[str, Any], *,
-             recovery_point: int, log_start_offset: int, clean: bool, now_ms: int) -> PartitionLog:
-        """Load the partition directory; recover from the recovery point unless the shutdown was clean."""
+             recovery_point: int, log_start_offset: int, clean: bool, now_ms: int,
+             salvage: bool = False) -> PartitionLog:
+        """Load the partition directory; recover from the recovery point unless the shutdown was clean.
+
+        salvage=True (internal topics) re-validates every segment whatever the stop was, and after
+        a corrupt batch keeps the intact batches that follow it: the log is truncated at the damage,
+        they are appended again behind it (new offsets, same order), and `damage` says what was lost.
+        """
         plog = cls(tp, directory, topic_config, now_ms)
         directory.mkdir(parents=True, exist_ok=True)
         for name in os.listdir(directory):
@@ -99,26 +114,48 @@ class PartitionLog:
         if not clean:
             # The segment holding the recovery point and every later one are re-validated.
             recover_from = max(0, bisect.bisect_right(plog._bases, recovery_point) - 1)
+        if salvage:
+            recover_from = 0
+        tail = b""
         for i, seg in enumerate(plog.segments):
             if i < recover_from:
                 seg.load()
                 continue
-            truncated = seg.recover(max_batch_size=INT32_MAX)
-            plog.recovered_segments += 1
+            truncated = seg.recover(max_batch_size=INT32_MAX, keep_tail=salvage)
+            if not salvage or not clean:
+                plog.recovered_segments += 1
             if truncated:
-                # Anything after a corrupt point cannot be trusted: later segments go too.
+                # Anything after a corrupt point cannot be trusted as it lies: later segments go too.
+                later_bytes = []
                 for later in plog.segments[i + 1 :]:
+                    if salvage:
+                        later_bytes.append(later.log_path.read_bytes())
                     log.warning("segment_deleted_after_corruption", path=str(later.log_path))
                     later.delete()
                 del plog.segments[i + 1 :]
+                tail = seg.truncated_tail + b"".join(later_bytes)
+                seg.truncated_tail = b""
                 break
         plog._bases = [s.base_offset for s in plog.segments]
         plog.log_start_offset = max(log_start_offset, plog.segments[0].base_offset)
         plog.recovery_point = min(recovery_point, plog.log_end_offset) if clean else plog.log_end_offset
         plog._load_producer_state()
-        if not clean:
+        if tail:
+            plog._salvage(tail, now_ms)
+        if not clean or tail:
             plog.flush()
         return plog
+
+    def _salvage(self, tail: bytes, now_ms: int) -> None:
+        """Append again the intact batches of a tail cut off at a corrupt batch (internal topics)."""
+        damaged_at = self.log_end_offset
+        found, lost_bytes = records.salvage_batches(tail)
+        for pos, size in found:
+            self.append(bytearray(tail[pos : pos + size]), now_ms=now_ms, origin=AppendOrigin.COORDINATOR)
+        self.damage = LogDamage(damaged_at, lost_bytes, len(found))
+        log.warning("internal_log_damaged", topic=self.tp.topic, partition=self.tp.partition,
+                    at_offset=damaged_at, unreadable_bytes=lost_bytes, batches_kept=len(found),
+                    hint="records in the unreadable bytes are lost; state written there may be stale")
 
     # ------------------------------------------------------------------------------ producer state
     def _snapshot_offsets(self) -> list[int]:

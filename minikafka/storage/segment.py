@@ -33,7 +33,7 @@ class LogSegment:
         "dir", "base_offset", "log_path", "fd", "size", "index", "time_index",
         "index_interval_bytes", "bytes_since_last_index_entry", "max_timestamp",
         "offset_of_max_timestamp", "next_offset", "rolling_base_ms", "created_ms", "txn_index",
-        "txn_index_rebuild",
+        "txn_index_rebuild", "truncated_tail",
     )
 
     def __init__(self, directory: Path, base_offset: int, *, index_interval_bytes: int,
@@ -50,6 +50,7 @@ class LogSegment:
         self.txn_index = TransactionIndex(directory / files.segment_name(base_offset, files.TXN_INDEX_SUFFIX))
         # Set when the aborted-transaction entries must be rebuilt by replaying producer state.
         self.txn_index_rebuild = False
+        self.truncated_tail = b""  # what recover(keep_tail=True) cut off, for salvage
         if self.size == 0:  # a new segment has its (empty) index files at once, as in Kafka
             self.index.path.touch(exist_ok=True)
             self.time_index.path.touch(exist_ok=True)
@@ -103,10 +104,11 @@ class LogSegment:
     def _index_within_log(self) -> bool:
         return not self.index.positions or self.index.positions[-1] < max(self.size, 1)
 
-    def recover(self, max_batch_size: int = 2**31 - 1) -> int:
+    def recover(self, max_batch_size: int = 2**31 - 1, *, keep_tail: bool = False) -> int:
         """Re-validate every batch (size, magic, CRC), rebuild both indexes, truncate a bad tail.
 
-        Returns the number of bytes truncated (Kafka's LogSegment.recover).
+        Returns the number of bytes truncated (Kafka's LogSegment.recover); with keep_tail the
+        bytes cut off are kept in `truncated_tail` (internal topics salvage intact batches).
         """
         self.index.reset()
         self.time_index.reset()
@@ -141,6 +143,8 @@ class LogSegment:
         truncated = self.size - valid
         if truncated:
             log.warning("segment_truncated", path=str(self.log_path), valid_bytes=valid, truncated_bytes=truncated)
+            if keep_tail:
+                self.truncated_tail = os.pread(self.fd, truncated, valid)
             os.ftruncate(self.fd, valid)
             self.size = valid
         # As Kafka: a normally closed segment ends with an entry for its largest timestamp.

@@ -121,6 +121,17 @@ class GroupCoordinator:
         log.info("groups_loaded", groups=len(self.groups), group_records=groups_loaded,
                  offset_records=offsets_loaded)
 
+    def report_damage(self, partitions: Iterable[int]) -> list[str]:
+        """After `__consumer_offsets` partitions lost unreadable records at startup: one warning per
+        group living there (its membership or committed offsets may be older than they were)."""
+        damaged = set(partitions)
+        affected = sorted(g for g in set(self.groups) | set(self.offsets) if self.partition_for(g) in damaged)
+        for gid in affected:
+            log.warning("group_state_possibly_lost", group_id=gid, partition=self.partition_for(gid),
+                        committed_offsets=len(self.offsets.get(gid, {})),
+                        hint="records of this group were in an unreadable batch; offsets may be older")
+        return affected
+
     def _replay_one(self, rec: LogRecord, now_ms: int) -> str:
         if rec.control_type is not None:
             self.complete_transaction(rec.partition, rec.producer_id, rec.control_type == CONTROL_COMMIT)

@@ -85,6 +85,20 @@ class TransactionCoordinator:
         self.loaded = True
         log.info("transaction_state_loaded", transactional_ids=len(cache))
 
+    def report_damage(self, partitions: Iterable[int]) -> list[str]:
+        """After `__transaction_state` partitions lost unreadable records at startup: one warning per
+        transactional id living there, with the state it was rebuilt to (a state written in the lost
+        bytes, a completion for instance, is not known)."""
+        damaged = set(partitions)
+        affected = sorted(t for t in self._cache if self.partition_for(t) in damaged)
+        for txn_id in affected:
+            meta = self._cache[txn_id]
+            log.warning("transaction_state_possibly_lost", transactional_id=txn_id,
+                        partition=self.partition_for(txn_id), rebuilt_state=meta.state.name,
+                        producer_id=meta.producer_id, producer_epoch=meta.producer_epoch,
+                        hint="records of this id were in an unreadable batch; its state may be older")
+        return affected
+
     def resume_pending_markers(self, now_ms: Callable[[], int]) -> None:
         """Finish what was decided before a restart: PREPARE_* gets its markers again."""
         for txn_id, meta in list(self._cache.items()):

@@ -226,3 +226,18 @@ def test_unknown_compression_codec_is_corrupt() -> None:
     batch = _compress_batch(R.build_batch([(b"k", b"v")], timestamp_ms=TS), 5, lambda d: d)
     with pytest.raises(CorruptRecord):
         list(R.iter_records(batch))
+
+
+def test_salvage_batches_keeps_intact_batches_after_a_damaged_one():
+    records = R
+    a = bytes(records.build_batch([(b"k", b"a")], timestamp_ms=1))
+    b = bytes(records.build_batch([(b"k", b"b" * 100)], timestamp_ms=1))
+    flipped = bytearray(a)
+    flipped[-2] ^= 1  # CRC fails, length intact
+    assert records.salvage_batches(bytes(flipped) + b + a) == ([(len(a), len(b)), (len(a) + len(b), len(a))], len(a))
+    bad_length = bytearray(a)
+    bad_length[8:12] = (2**31 - 1).to_bytes(4, "big")  # the length points past the end: resync
+    found, lost = records.salvage_batches(b"\x02\x02junk" + bytes(bad_length) + b + b"tail")
+    assert [size for _, size in found] == [len(b)]
+    assert lost == 6 + len(a) + 4
+    assert records.salvage_batches(b"") == ([], 0)
