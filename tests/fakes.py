@@ -90,6 +90,9 @@ class InMemoryRecordLog(_Changes):
         if self.created_at_ms is None:
             self.created_at_ms = now_ms
 
+    def complete_rebuilt(self, now_ms: int) -> None:
+        pass  # an in-memory log is never cut short
+
     def hold_next_append(self) -> AppendHold:
         """The next append (in call order) waits for `release`; holds queue up if called repeatedly."""
         hold = AppendHold()

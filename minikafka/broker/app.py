@@ -74,6 +74,8 @@ class Broker:
 
     async def start(self) -> None:
         self.logs.startup(self.clock.now_ms())
+        self.groups.complete_offsets_topic(self.clock.now_ms())
+        self.txn_topic.complete_rebuilt(self.clock.now_ms())
         for topic in list(self.logs.topics):
             self.services.watch_new_partitions(topic)
         self.groups.load(self.clock.now_ms())
@@ -103,14 +105,26 @@ class Broker:
 
     def _every(self, interval_ms: int, fn: Callable[[], Awaitable[None] | None]) -> None:
         async def loop() -> None:
+            disk_failing = False
             while True:
                 await asyncio.sleep(interval_ms / 1000)
                 try:
                     result = fn()
                     if result is not None:
                         await result
+                except OSError as exc:
+                    # A full or failing disk: one warning until the task succeeds again, not a
+                    # traceback every interval (checkpoints, flushes, compaction retry by themselves).
+                    if not disk_failing:
+                        log.warning("background_task_storage_error", task=fn.__name__, reason=str(exc))
+                    disk_failing = True
+                    continue
                 except Exception:
                     log.exception("background_task_failed", task=fn.__name__)
+                    continue
+                if disk_failing:
+                    log.info("background_task_recovered", task=fn.__name__)
+                    disk_failing = False
         self._tasks.append(asyncio.create_task(loop()))
 
     async def _group_timers(self) -> None:

@@ -12,7 +12,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from minikafka.coordinator.ports import LogRecord, TransactionalRecords
 from minikafka.protocol import records
+from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import TopicPartition
+from minikafka.storage.errors import KafkaStorageError
 from minikafka.storage.log_manager import LogManager, TopicError
 from minikafka.storage.partition_log import AppendOrigin
 
@@ -55,14 +57,27 @@ class InternalTopicLog:
         return info.partitions if info is not None else self._partitions
 
     def ensure_created(self, now_ms: int) -> None:
+        """Create the topic with all its partitions, or raise KafkaStorageError (an OSError) and
+        leave nothing behind (LogManager.create_topic is all-or-nothing); the next call tries again."""
         if self.topic in self._logs.topics:
             return
         try:
             self._logs.create_topic(self.topic, self._partitions, self._configs, now_ms=now_ms, internal=True)
-        except TopicError:
+        except TopicError as exc:
+            if exc.error_code is ErrorCode.kafka_storage_error:
+                raise KafkaStorageError(str(exc)) from None
             return
         if self._on_created is not None:
             self._on_created(self.topic)
+
+    def complete_rebuilt(self, now_ms: int) -> None:
+        """At startup: a topic rebuilt from its directories (its creation was cut short by a crash
+        before the topics file was written) gets the partitions it was being created with. A topic
+        the topics file knows keeps its count, as Kafka never changes an internal topic's."""
+        info = self._logs.topics.get(self.topic)
+        if info is not None and info.rebuilt and info.partitions < self._partitions:
+            self._logs.create_partitions(self.topic, self._partitions, now_ms=now_ms)
+            info.rebuilt = False
 
     async def append(self, partition: int, recs: Sequence[tuple[bytes, bytes | None]], now_ms: int, *,
                      producer_id: int = -1, producer_epoch: int = -1) -> int:

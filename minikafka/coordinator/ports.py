@@ -35,7 +35,11 @@ class RecordLog(Protocol):
     def partition_count(self) -> int: ...
 
     def ensure_created(self, now_ms: int) -> None:
-        """Create the topic if it does not exist yet (Kafka creates it on first FindCoordinator)."""
+        """Create the topic if it does not exist yet (Kafka creates it on first FindCoordinator),
+        all partitions or none; raises OSError when the disk refuses."""
+
+    def complete_rebuilt(self, now_ms: int) -> None:
+        """At startup: give a topic whose creation a crash cut short all its partitions."""
 
     async def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]], now_ms: int, *,
                      producer_id: int = -1, producer_epoch: int = -1) -> int:

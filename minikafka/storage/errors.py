@@ -20,6 +20,14 @@ class MessageTooLarge(StorageError):
     error_code = ErrorCode.message_too_large
 
 
+class KafkaStorageError(StorageError, OSError):
+    """A disk operation failed (no space, I/O error, read-only file system) and nothing was
+    written: Kafka's KAFKA_STORAGE_ERROR (56). Also an OSError, so callers that guard against any
+    I/O failure (the coordinators, through their RecordLog port) catch it as one."""
+
+    error_code = ErrorCode.kafka_storage_error
+
+
 class CorruptSegment(StorageError):
     """A segment file that fails validation while it is read."""
 

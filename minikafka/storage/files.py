@@ -7,6 +7,7 @@ crash leaves either the old or the new content (Kafka's CheckpointFile does the 
 from __future__ import annotations
 
 import base64
+import errno
 import os
 import uuid
 from collections.abc import Mapping
@@ -52,12 +53,17 @@ def atomic_write(path: Path, data: bytes, *, fsync: bool = True) -> None:
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        os.write(fd, data)
-        if fsync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        try:
+            if os.write(fd, data) != len(data):
+                raise OSError(errno.ENOSPC, f"short write to {tmp}")
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a full disk must not also fill up with .tmp files
+        raise
     if fsync:
         fsync_dir(path.parent)
 

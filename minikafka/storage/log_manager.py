@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ class TopicInfo:
     partitions: int
     configs: dict[str, str] = field(default_factory=dict)  # overrides, as strings (Kafka keeps strings)
     internal: bool = False
+    rebuilt: bool = False  # found as directories only (not in the topics file): see startup()
 
 
 def validate_topic_name(name: str) -> None:
@@ -106,7 +108,7 @@ class LogManager:
             topic_id = files.read_partition_metadata(path)
             if info is None:
                 info = TopicInfo(tp.topic, topic_id or files.new_kafka_uuid(), 0,
-                                 internal=tp.topic.startswith("__"))
+                                 internal=tp.topic.startswith("__"), rebuilt=True)
                 self.topics[tp.topic] = info
                 log.warning("topic_rebuilt_from_directory", topic=tp.topic)
             if topic_id is None or topic_id != info.topic_id:
@@ -142,15 +144,28 @@ class LogManager:
             }).encode(), fsync=False)
 
     def shutdown(self) -> None:
-        """Flush, checkpoint, close, and leave the clean-shutdown marker (Kafka's format)."""
-        for plog in self.logs.values():
-            plog.flush()
-        self.checkpoint()
-        for plog in self.logs.values():
-            plog.close(snapshot=True)
-        files.atomic_write(self.data_dir / files.CLEAN_SHUTDOWN_FILE,
-                           json.dumps({"version": 0, "brokerEpoch": -1}).encode())
-        self.lock.release()
+        """Flush, checkpoint, close, and leave the clean-shutdown marker (Kafka's format).
+
+        When the disk refuses any of it, the marker is not written: the next start then recovers
+        from the recovery points, as after a crash, instead of trusting files that may be short."""
+        try:
+            for plog in self.logs.values():
+                plog.flush()
+            self.checkpoint()
+            for plog in self.logs.values():
+                plog.close(snapshot=True)
+            files.atomic_write(self.data_dir / files.CLEAN_SHUTDOWN_FILE,
+                               json.dumps({"version": 0, "brokerEpoch": -1}).encode())
+        except OSError as exc:
+            log.warning("clean_shutdown_incomplete", data_dir=str(self.data_dir), reason=str(exc),
+                        hint="the next start recovers the logs as after a crash")
+            for plog in self.logs.values():
+                try:
+                    plog.close()
+                except OSError:
+                    pass  # descriptors are closed by the exit; recovery re-reads the files
+        finally:
+            self.lock.release()
 
     def _read_checkpoint(self, name: str) -> dict[TopicPartition, int]:
         try:
@@ -191,9 +206,9 @@ class LogManager:
         files.atomic_write(self.data_dir / TOPICS_FILE, json.dumps(doc, indent=1).encode())
 
     # ------------------------------------------------------------------------------ topics
-    def topic_config(self, topic: str) -> dict[str, Any]:
+    def topic_config(self, topic: str, info: TopicInfo | None = None) -> dict[str, Any]:
         cfg = dict(self.topic_defaults)
-        info = self.topics.get(topic)
+        info = info or self.topics.get(topic)
         if info is not None:
             for k, v in info.configs.items():
                 cfg[k] = self._parse_topic_config(k, v)
@@ -223,12 +238,34 @@ class LogManager:
         info = TopicInfo(name, files.new_kafka_uuid(), partitions, overrides, internal)
         if validate_only:
             return info
-        self.topics[name] = info
-        for p in range(partitions):
-            self.logs[TopicPartition(name, p)] = self._create_partition(info, p, now_ms)
-        self._save_topics_file()
+        # All or nothing: the topic becomes visible (Metadata, the topics file) only once every
+        # partition exists on disk; a disk error removes what was made and raises.
+        made: dict[TopicPartition, PartitionLog] = {}
+        try:
+            for p in range(partitions):
+                made[TopicPartition(name, p)] = self._create_partition(info, p, now_ms)
+            self.topics[name] = info
+            self.logs.update(made)
+            self._save_topics_file()
+        except OSError as exc:
+            self.topics.pop(name, None)
+            for tp in made:
+                self.logs.pop(tp, None)
+            self._remove_partition_dirs(name, range(partitions), made)
+            log.warning("topic_creation_failed", topic=name, partitions=partitions, reason=str(exc))
+            raise TopicError(ErrorCode.kafka_storage_error,
+                             f"cannot create topic '{name}' in {self.data_dir}: {exc}") from None
         log.info("topic_created", topic=name, partitions=partitions, configs=overrides)
         return info
+
+    def _remove_partition_dirs(self, name: str, partitions: range,
+                               made: Mapping[TopicPartition, PartitionLog]) -> None:
+        for p in partitions:
+            tp = TopicPartition(name, p)
+            plog = made.get(tp)
+            if plog is not None:
+                plog.close()
+            shutil.rmtree(self.data_dir / files.partition_dir_name(tp), ignore_errors=True)
 
     def _create_partition(self, info: TopicInfo, partition: int, now_ms: int) -> PartitionLog:
         tp = TopicPartition(info.name, partition)
@@ -236,7 +273,7 @@ class LogManager:
         path.mkdir(parents=True, exist_ok=True)
         files.write_partition_metadata(path, info.topic_id)
         files.write_leader_epoch_checkpoint(path, [(0, 0)])
-        return PartitionLog.open(tp, path, self.topic_config(info.name), recovery_point=0,
+        return PartitionLog.open(tp, path, self.topic_config(info.name, info), recovery_point=0,
                                  log_start_offset=0, clean=True, now_ms=now_ms)
 
     def create_partitions(self, name: str, total: int, *, now_ms: int, validate_only: bool = False) -> None:
@@ -249,10 +286,21 @@ class LogManager:
                              f"equal to the requested {total}.")
         if validate_only:
             return
-        for p in range(info.partitions, total):
-            self.logs[TopicPartition(name, p)] = self._create_partition(info, p, now_ms)
-        info.partitions = total
-        self._save_topics_file()
+        made: dict[TopicPartition, PartitionLog] = {}
+        before = info.partitions
+        try:
+            for p in range(before, total):
+                made[TopicPartition(name, p)] = self._create_partition(info, p, now_ms)
+            info.partitions = total
+            self.logs.update(made)
+            self._save_topics_file()
+        except OSError as exc:
+            for tp in made:
+                self.logs.pop(tp, None)
+            info.partitions = before
+            self._remove_partition_dirs(name, range(before, total), made)
+            raise TopicError(ErrorCode.kafka_storage_error,
+                             f"cannot add partitions to '{name}' in {self.data_dir}: {exc}") from None
 
     def delete_topic(self, name: str) -> TopicInfo:
         info = self.topics.get(name)

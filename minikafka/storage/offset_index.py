@@ -7,6 +7,7 @@ preallocated (Kafka preallocates and trims on roll; a trimmed file is what both 
 from __future__ import annotations
 
 import bisect
+import errno
 import os
 import struct
 from array import array
@@ -67,9 +68,9 @@ class OffsetIndex:
         rel = offset - self.base_offset
         if self.relative_offsets and rel <= self.relative_offsets[-1]:
             return
+        write_entry(self._open(), ENTRY.pack(rel, position), len(self.positions) * ENTRY.size)
         self.relative_offsets.append(rel)
         self.positions.append(position)
-        os.write(self._open(), ENTRY.pack(rel, position))
 
     def truncate_to_position(self, position: int) -> None:
         """Drop entries pointing at or past `position` (log truncation)."""
@@ -100,3 +101,12 @@ class OffsetIndex:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+
+def write_entry(fd: int, entry: bytes, size_before: int) -> None:
+    """Append one entry to an index file, file first (the in-memory entries follow only what was
+    written); a short write on a full disk is cut back and raised."""
+    n = os.write(fd, entry)
+    if n != len(entry):
+        os.ftruncate(fd, size_before)
+        raise OSError(errno.ENOSPC, f"short write to an index file ({n} of {len(entry)} bytes)")

@@ -28,7 +28,7 @@ from minikafka.protocol.errors import CorruptRecord, InvalidRecord
 from minikafka.protocol.types import TopicPartition
 from minikafka.storage import files
 from minikafka.storage import snapshot as snapshot_file
-from minikafka.storage.errors import MessageTooLarge, OffsetOutOfRange
+from minikafka.storage.errors import KafkaStorageError, MessageTooLarge, OffsetOutOfRange
 from minikafka.storage.producer_state import CompletedTxn, InvalidProducerEpoch, ProducerStateManager
 from minikafka.storage.segment import LogSegment
 from minikafka.storage.txn_index import AbortedTxn
@@ -80,6 +80,7 @@ class PartitionLog:
         self.producer_state = ProducerStateManager()
         self.completed_txns: list[CompletedTxn] = []  # markers seen by the last append (for the caller)
         self.damage: LogDamage | None = None  # set by a salvaging open() that found a corrupt batch
+        self.storage_error: str | None = None  # the last append's disk failure, until one succeeds
 
     # ------------------------------------------------------------------------------ lifecycle
     @classmethod
@@ -318,7 +319,10 @@ class PartitionLog:
                     return AppendResult(duplicate.first_offset, duplicate.last_offset, -1, self.log_start_offset)
 
         log_append_time = now_ms if self.config["message.timestamp.type"] == "LogAppendTime" else -1
-        self._maybe_roll(len(payload), batches, now_ms)
+        try:
+            self._maybe_roll(len(payload), batches, now_ms)
+        except OSError as exc:
+            raise self._storage_failed(exc) from None
         next_offset = self.log_end_offset
         base_offset = next_offset
         max_ts = -1
@@ -343,7 +347,13 @@ class PartitionLog:
             next_offset = last + 1
             count += h.records_count
         last_offset = next_offset - 1
-        self.active.append(payload, last_offset, max_ts, offset_of_max_ts)
+        try:
+            self.active.append(payload, last_offset, max_ts, offset_of_max_ts)
+        except OSError as exc:
+            raise self._storage_failed(exc) from None
+        if self.storage_error is not None:
+            log.info("storage_recovered", topic=self.tp.topic, partition=self.tp.partition)
+            self.storage_error = None
         completed: list[CompletedTxn] = []
         for pos, _ in batches:
             h = records.read_header(payload, pos)
@@ -355,10 +365,22 @@ class PartitionLog:
         self.completed_txns = completed
         self.unflushed_messages += count
         if self.unflushed_messages >= int(self.config["flush.messages"]):
-            self.flush()
+            try:
+                self.flush()
+            except OSError as exc:  # written, not yet synced: the next flush tries again
+                log.warning("flush_failed", topic=self.tp.topic, partition=self.tp.partition, reason=str(exc))
         if self.on_append is not None:
             self.on_append()
         return AppendResult(base_offset, last_offset, log_append_time, self.log_start_offset)
+
+    def _storage_failed(self, exc: OSError) -> KafkaStorageError:
+        """Nothing was written (the segment cut itself back): KAFKA_STORAGE_ERROR, and one warning
+        per partition until an append succeeds again."""
+        if self.storage_error is None:
+            log.warning("storage_error", topic=self.tp.topic, partition=self.tp.partition, dir=str(self.dir),
+                        reason=str(exc), hint="appends fail with KAFKA_STORAGE_ERROR until the disk accepts them")
+        self.storage_error = str(exc)
+        return KafkaStorageError(f"cannot write to {self.dir}: {exc}")
 
     def _validation_rules(self, now_ms: int) -> validator.Rules:
         c = self.config

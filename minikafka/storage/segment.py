@@ -9,6 +9,7 @@ return the raw bytes of whole batches.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -155,23 +156,44 @@ class LogSegment:
     # ---------------------------------------------------------------------------------- writing
     def append(self, data: bytes | bytearray | memoryview, last_offset: int, max_timestamp: int,
                offset_of_max_timestamp: int) -> int:
-        """Write batches (offsets already assigned) at the end; returns their file position."""
+        """Write batches (offsets already assigned) at the end; returns their file position.
+
+        All or nothing: when the disk refuses a write (no space, I/O error) the log and both
+        indexes are cut back to what they were and the OSError is raised; nothing of the batch
+        stays, in the files or in this object's state."""
         position = self.size
-        n = os.pwrite(self.fd, data, position)
-        if n != len(data):  # pragma: no cover - regular files write fully or raise
-            raise OSError(f"short write to {self.log_path}")
+        try:
+            n = os.pwrite(self.fd, data, position)
+            if n != len(data):  # a full disk can accept part of a write
+                raise OSError(errno.ENOSPC, f"short write to {self.log_path} ({n} of {len(data)} bytes)")
+            new_max = max_timestamp > self.max_timestamp
+            max_ts = max_timestamp if new_max else self.max_timestamp
+            max_off = offset_of_max_timestamp if new_max else self.offset_of_max_timestamp
+            indexed = self.bytes_since_last_index_entry > self.index_interval_bytes
+            if indexed:
+                self.index.append(last_offset, position)
+                self.time_index.maybe_append(max_ts, max_off)
+        except OSError:
+            self._cut_back(position, last_offset)
+            raise
         self.size += n
         if self.rolling_base_ms is None:
             self.rolling_base_ms = max_timestamp
-        if max_timestamp > self.max_timestamp:
-            self.max_timestamp, self.offset_of_max_timestamp = max_timestamp, offset_of_max_timestamp
-        if self.bytes_since_last_index_entry > self.index_interval_bytes:
-            self.index.append(last_offset, position)
-            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+        self.max_timestamp, self.offset_of_max_timestamp = max_ts, max_off
+        if indexed:
             self.bytes_since_last_index_entry = 0
         self.bytes_since_last_index_entry += n
         self.next_offset = last_offset + 1
         return position
+
+    def _cut_back(self, position: int, last_offset: int) -> None:
+        """Undo a failed append (shrinking a file needs no space)."""
+        try:
+            os.ftruncate(self.fd, position)
+            self.index.truncate_to_position(position)
+            self.time_index.truncate_to_offset(self.next_offset)
+        except OSError as exc:  # pragma: no cover - the next start's recovery truncates the tail
+            log.warning("append_undo_failed", path=str(self.log_path), reason=str(exc))
 
     def on_become_inactive(self) -> None:
         """At roll: the final time index entry (Kafka's onBecomeInactiveSegment)."""

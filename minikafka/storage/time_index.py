@@ -11,6 +11,8 @@ import struct
 from array import array
 from pathlib import Path
 
+from minikafka.storage.offset_index import write_entry
+
 ENTRY = struct.Struct(">qi")
 
 
@@ -68,11 +70,11 @@ class TimeIndex:
         rel = offset - self.base_offset
         if self.relative_offsets and rel < self.relative_offsets[-1]:
             return
-        self.timestamps.append(timestamp)
-        self.relative_offsets.append(rel)
         if self._fd < 0:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        os.write(self._fd, ENTRY.pack(timestamp, rel))
+        write_entry(self._fd, ENTRY.pack(timestamp, rel), len(self.timestamps) * ENTRY.size)
+        self.timestamps.append(timestamp)
+        self.relative_offsets.append(rel)
 
     def lookup(self, timestamp: int) -> int:
         """Offset of the last entry with timestamp <= target, else the segment's base offset."""

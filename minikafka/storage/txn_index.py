@@ -9,6 +9,7 @@ The file exists only once an entry is written (Kafka does not preallocate it).
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
 from pathlib import Path
@@ -25,12 +26,13 @@ class AbortedTxn(NamedTuple):
 
 
 class TransactionIndex:
-    __slots__ = ("path", "entries", "_fd")
+    __slots__ = ("path", "entries", "_fd", "dirty")
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.entries: list[AbortedTxn] = []
         self._fd = -1
+        self.dirty = False  # the file lacks entries that are in memory (a write failed)
 
     def load(self) -> bool:
         try:
@@ -56,10 +58,35 @@ class TransactionIndex:
     def append(self, txn: AbortedTxn) -> None:
         if self.entries and txn.last_offset <= self.entries[-1].last_offset:
             return  # replayed twice (recovery): keep the file free of duplicates
+        # Memory first: the ABORT marker this entry describes is already in the log, and reads
+        # must hide the aborted records whatever the disk does. A failed file write leaves the
+        # index dirty; flush() writes it whole again (and raises while the disk still refuses).
         self.entries.append(txn)
-        if self._fd < 0:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        os.write(self._fd, ENTRY.pack(0, *txn))
+        try:
+            if self.dirty:
+                self._rewrite()
+                return
+            if self._fd < 0:
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            entry = ENTRY.pack(0, *txn)
+            if os.write(self._fd, entry) != len(entry):
+                raise OSError(errno.ENOSPC, f"short write to {self.path}")
+        except OSError:
+            self.dirty = True
+
+    def _rewrite(self) -> None:
+        self.close()
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        try:
+            with open(tmp, "wb") as f:
+                f.write(b"".join(ENTRY.pack(0, *e) for e in self.entries))
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
+        self.dirty = False
 
     def collect(self, fetch_offset: int, upper_bound: int) -> tuple[list[AbortedTxn], bool]:
         """Entries overlapping [fetch_offset, upper_bound); True when no later segment can add any
@@ -85,6 +112,8 @@ class TransactionIndex:
             self.path.unlink(missing_ok=True)
 
     def flush(self) -> None:
+        if self.dirty:
+            self._rewrite()
         if self._fd >= 0:
             os.fsync(self._fd)
 

@@ -39,8 +39,11 @@ class FindCoordinatorHandler:
         elif prepare is None:
             code = ErrorCode.coordinator_not_available
         else:
-            prepare(now_ms)
-            code = ErrorCode.none
+            try:
+                prepare(now_ms)
+                code = ErrorCode.none
+            except OSError:  # the internal topic could not be created (a full disk): try later
+                code = ErrorCode.coordinator_not_available
         cfg = self.svc.config
         out = []
         for key in req.coordinator_keys:

@@ -196,6 +196,10 @@ class GroupCoordinator:
     def ensure_offsets_topic(self, now_ms: int) -> None:
         self._log.ensure_created(now_ms)
 
+    def complete_offsets_topic(self, now_ms: int) -> None:
+        """At startup: finish a creation of `__consumer_offsets` that a crash cut short."""
+        self._log.complete_rebuilt(now_ms)
+
     # ------------------------------------------------------------------------------ timers
     def next_deadline(self) -> int | None:
         times = [t for g in self.groups.values() if (t := decisions.next_deadline(g)) is not None]
@@ -356,7 +360,10 @@ class GroupCoordinator:
             return {tp: code for tp in offsets}
         results, accepted = _accept_offsets(offsets, now_ms)
         if accepted:
-            written = await self._append_offsets(group_id, accepted, now_ms)
+            try:
+                written = await self._append_offsets(group_id, accepted, now_ms)
+            except OSError as exc:
+                return self._append_failed(group_id, results, exc)
             for tp, om in written.items():
                 self._apply_offset(group_id, tp, om)
             if group_id not in self.groups:
@@ -517,10 +524,22 @@ class GroupCoordinator:
             return {tp: code for tp in offsets}
         results, accepted = _accept_offsets(offsets, now_ms)
         if accepted:
-            written = await self._append_offsets(group_id, accepted, now_ms, producer_id=producer_id,
-                                                 producer_epoch=producer_epoch)
+            try:
+                written = await self._append_offsets(group_id, accepted, now_ms, producer_id=producer_id,
+                                                     producer_epoch=producer_epoch)
+            except OSError as exc:
+                return self._append_failed(group_id, results, exc)
             self.add_pending_transactional_offsets(producer_id, producer_epoch, group_id, written)
         return results
+
+    @staticmethod
+    def _append_failed(group_id: str, results: Mapping[TopicPartition, ErrorCode],
+                       exc: OSError) -> dict[TopicPartition, ErrorCode]:
+        # Kafka's group coordinator turns a storage failure of its log into NOT_COORDINATOR
+        # (GroupCoordinatorService: KAFKA_STORAGE_ERROR -> NOT_COORDINATOR): the client finds the
+        # coordinator again and retries, which succeeds once the disk accepts writes.
+        log.warning("offsets_append_failed", group_id=group_id, reason=str(exc))
+        return {tp: ErrorCode.not_coordinator if code is ErrorCode.none else code for tp, code in results.items()}
 
     def add_pending_transactional_offsets(self, producer_id: int, producer_epoch: int, group_id: str,
                                           offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:

@@ -317,3 +317,29 @@ def test_find_offset_by_timestamp_with_non_monotonic_timestamps(tmp_path):
         expect = next(((BASE + i, ts) for i, ts in enumerate(tss) if ts >= target), None)
         assert seg.find_offset_by_timestamp(target, BASE) == expect, target
     seg.close()
+
+
+@pytest.mark.parametrize("fault", ["short-log-write", "index-write"])
+def test_an_append_the_disk_refuses_leaves_nothing(tmp_path, monkeypatch, fault):
+    seg = new_segment(tmp_path, interval=1)
+    for _ in range(3):
+        append(seg, 2, value_size=100)
+    before = (seg.size, seg.next_offset, seg.max_timestamp, list(seg.index.positions), os.path.getsize(seg.log_path),
+              os.path.getsize(seg.index.path))
+    if fault == "short-log-write":
+        real = os.pwrite
+        monkeypatch.setattr(os, "pwrite", lambda fd, data, pos: real(fd, bytes(data)[:17], pos))
+    else:
+        def refuse(*a):
+            raise OSError(28, "No space left on device")
+        monkeypatch.setattr(os, "write", refuse)
+    with pytest.raises(OSError):
+        append(seg, 2, ts=T0 + 5, value_size=100)
+    monkeypatch.undo()
+    after = (seg.size, seg.next_offset, seg.max_timestamp, list(seg.index.positions), os.path.getsize(seg.log_path),
+             os.path.getsize(seg.index.path))
+    assert after == before
+    # The next append lands where the refused one would have, and everything reads back.
+    pos, base, last, _ = append(seg, 2, value_size=100)
+    assert pos == before[0] and base == before[1]
+    assert [h.base_offset for h in batches_in(seg.read(BASE, 1 << 20, 1 << 40, True))] == [500, 502, 504, 506]
