@@ -25,6 +25,7 @@ from minikafka.protocol.types import TopicPartition
 from minikafka.storage import files
 from minikafka.storage.dir_lock import DataDirLock
 from minikafka.storage.errors import StartupError
+from minikafka.storage.open_files import SHARED, OpenFiles
 from minikafka.storage.partition_log import LogDamage, PartitionLog
 
 log = structlog.get_logger("minikafka.storage")
@@ -64,8 +65,11 @@ def validate_topic_name(name: str) -> None:
 
 class LogManager:
     def __init__(self, data_dir: Path, *, node_id: int, topic_defaults: Mapping[str, Any],
-                 topic_config_parser: Any, cluster_id: str | None = None) -> None:
+                 topic_config_parser: Any, cluster_id: str | None = None,
+                 open_files_capacity: int | None = None) -> None:
         self.data_dir = data_dir
+        # Every segment and index file of this directory is opened through one bounded cache.
+        self.open_files = OpenFiles(open_files_capacity or SHARED.capacity)
         self.node_id = node_id
         self.topic_defaults = dict(topic_defaults)
         self._parse_topic_config = topic_config_parser
@@ -120,7 +124,7 @@ class LogManager:
                 clean=self.clean_startup, now_ms=now_ms,
                 # Internal topics hold the coordinators' state: re-validated at every start (they
                 # are small), and what is intact after a corrupt batch is kept (PartitionLog.open).
-                salvage=info.internal,
+                salvage=info.internal, open_files=self.open_files,
             )
         # Partitions named in the topics file whose directory is missing are created empty.
         for info in self.topics.values():
@@ -165,6 +169,7 @@ class LogManager:
                 except OSError:
                     pass  # descriptors are closed by the exit; recovery re-reads the files
         finally:
+            self.open_files.close_all()
             self.lock.release()
 
     def _read_checkpoint(self, name: str) -> dict[TopicPartition, int]:
@@ -274,7 +279,7 @@ class LogManager:
         files.write_partition_metadata(path, info.topic_id)
         files.write_leader_epoch_checkpoint(path, [(0, 0)])
         return PartitionLog.open(tp, path, self.topic_config(info.name, info), recovery_point=0,
-                                 log_start_offset=0, clean=True, now_ms=now_ms)
+                                 log_start_offset=0, clean=True, now_ms=now_ms, open_files=self.open_files)
 
     def create_partitions(self, name: str, total: int, *, now_ms: int, validate_only: bool = False) -> None:
         info = self.topics.get(name)

@@ -13,19 +13,25 @@ import struct
 from array import array
 from pathlib import Path
 
+from minikafka.storage.open_files import SHARED, OpenFiles
+
 ENTRY = struct.Struct(">ii")
+APPEND_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND
 
 
 class OffsetIndex:
-    __slots__ = ("path", "base_offset", "relative_offsets", "positions", "_fd", "max_entries")
+    __slots__ = ("path", "base_offset", "relative_offsets", "positions", "max_entries", "_files", "_key",
+                 "_unsynced")
 
-    def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
+    def __init__(self, path: Path, base_offset: int, max_index_size: int, open_files: OpenFiles = SHARED) -> None:
         self.path = path
         self.base_offset = base_offset
         self.relative_offsets: array[int] = array("i")
         self.positions: array[int] = array("i")
         self.max_entries = max(1, max_index_size // ENTRY.size)
-        self._fd = -1
+        self._files = open_files
+        self._key = str(path)
+        self._unsynced = False
 
     # -- loading ---------------------------------------------------------------------------------
     def load(self) -> bool:
@@ -55,9 +61,8 @@ class OffsetIndex:
             pass
 
     def _open(self) -> int:
-        if self._fd < 0:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        return self._fd
+        self._unsynced = True  # about to write
+        return self._files.fd(self._key, APPEND_FLAGS)
 
     # -- writing ---------------------------------------------------------------------------------
     @property
@@ -94,13 +99,12 @@ class OffsetIndex:
         return self.positions[-1] if self.positions else 0
 
     def flush(self) -> None:
-        if self._fd >= 0:
-            os.fsync(self._fd)
+        if self._unsynced:
+            os.fsync(self._files.fd(self._key, APPEND_FLAGS))
+            self._unsynced = False
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._files.close(self._key)
 
 
 def write_entry(fd: int, entry: bytes, size_before: int) -> None:

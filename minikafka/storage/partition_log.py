@@ -30,6 +30,7 @@ from minikafka.storage import files
 from minikafka.storage import snapshot as snapshot_file
 from minikafka.storage.errors import KafkaStorageError, MessageTooLarge, OffsetOutOfRange
 from minikafka.storage.producer_state import CompletedTxn, InvalidProducerEpoch, ProducerStateManager
+from minikafka.storage.open_files import SHARED, OpenFiles
 from minikafka.storage.segment import LogSegment
 from minikafka.storage.txn_index import AbortedTxn
 
@@ -65,8 +66,9 @@ class LogDamage(NamedTuple):
 
 class PartitionLog:
     def __init__(self, tp: TopicPartition, directory: Path, topic_config: Mapping[str, Any],
-                 now_ms: int) -> None:
+                 now_ms: int, open_files: OpenFiles = SHARED) -> None:
         self.tp = tp
+        self.open_files = open_files
         self.dir = directory
         self.config = topic_config
         self.segments: list[LogSegment] = []
@@ -86,14 +88,14 @@ class PartitionLog:
     @classmethod
     def open(cls, tp: TopicPartition, directory: Path, topic_config: Mapping[str, Any], *,
              recovery_point: int, log_start_offset: int, clean: bool, now_ms: int,
-             salvage: bool = False) -> PartitionLog:
+             salvage: bool = False, open_files: OpenFiles = SHARED) -> PartitionLog:
         """Load the partition directory; recover from the recovery point unless the shutdown was clean.
 
         salvage=True (internal topics) re-validates every segment whatever the stop was, and after
         a corrupt batch keeps the intact batches that follow it: the log is truncated at the damage,
         they are appended again behind it (new offsets, same order), and `damage` says what was lost.
         """
-        plog = cls(tp, directory, topic_config, now_ms)
+        plog = cls(tp, directory, topic_config, now_ms, open_files)
         directory.mkdir(parents=True, exist_ok=True)
         for name in os.listdir(directory):
             if name.endswith((".tmp", ".deleted", ".cleaned", ".swap")):
@@ -244,7 +246,8 @@ class PartitionLog:
     def _new_segment_object(self, base: int, now_ms: int) -> LogSegment:
         return LogSegment(self.dir, base,
                           index_interval_bytes=int(self.config["index.interval.bytes"]),
-                          max_index_size=int(self.config["segment.index.bytes"]), now_ms=now_ms)
+                          max_index_size=int(self.config["segment.index.bytes"]), now_ms=now_ms,
+                          open_files=self.open_files)
 
     def close(self, *, snapshot: bool = False) -> None:
         if snapshot:

@@ -21,34 +21,39 @@ from minikafka.protocol.errors import CorruptRecord
 from minikafka.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
 from minikafka.storage import files
 from minikafka.storage.offset_index import OffsetIndex
+from minikafka.storage.open_files import SHARED, OpenFiles
 from minikafka.storage.time_index import TimeIndex
 from minikafka.storage.txn_index import TransactionIndex
 
 log = structlog.get_logger("minikafka.storage")
 
 _SCAN_CHUNK = 64 * 1024
+_LOG_FLAGS = os.O_RDWR | os.O_CREAT
 
 
 class LogSegment:
     __slots__ = (
-        "dir", "base_offset", "log_path", "fd", "size", "index", "time_index",
+        "dir", "base_offset", "log_path", "_log_key", "files", "closed", "size", "index", "time_index",
         "index_interval_bytes", "bytes_since_last_index_entry", "max_timestamp",
         "offset_of_max_timestamp", "next_offset", "rolling_base_ms", "created_ms", "txn_index",
         "txn_index_rebuild", "truncated_tail",
     )
 
     def __init__(self, directory: Path, base_offset: int, *, index_interval_bytes: int,
-                 max_index_size: int, now_ms: int) -> None:
+                 max_index_size: int, now_ms: int, open_files: OpenFiles = SHARED) -> None:
         self.dir = directory
         self.base_offset = base_offset
         self.log_path = directory / files.segment_name(base_offset, files.LOG_SUFFIX)
-        self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._log_key = str(self.log_path)
+        self.files = open_files  # descriptors are borrowed per system call (storage/open_files.py)
+        self.closed = False
         self.size = os.fstat(self.fd).st_size
         self.index = OffsetIndex(directory / files.segment_name(base_offset, files.INDEX_SUFFIX),
-                                 base_offset, max_index_size)
+                                 base_offset, max_index_size, open_files)
         self.time_index = TimeIndex(directory / files.segment_name(base_offset, files.TIME_INDEX_SUFFIX),
-                                    base_offset, max_index_size)
-        self.txn_index = TransactionIndex(directory / files.segment_name(base_offset, files.TXN_INDEX_SUFFIX))
+                                    base_offset, max_index_size, open_files)
+        self.txn_index = TransactionIndex(directory / files.segment_name(base_offset, files.TXN_INDEX_SUFFIX),
+                                          open_files)
         # Set when the aborted-transaction entries must be rebuilt by replaying producer state.
         self.txn_index_rebuild = False
         self.truncated_tail = b""  # what recover(keep_tail=True) cut off, for salvage
@@ -62,6 +67,11 @@ class LogSegment:
         self.next_offset = base_offset
         self.rolling_base_ms: int | None = None  # max timestamp of the first batch (segment.ms)
         self.created_ms = now_ms
+
+    @property
+    def fd(self) -> int:
+        """The `.log` file's descriptor, opened on demand: use it for one system call at a time."""
+        return self.files.fd(self._log_key, _LOG_FLAGS)
 
     # ---------------------------------------------------------------------------------- loading
     def load(self) -> None:
@@ -222,11 +232,11 @@ class LogSegment:
             self.recover()
 
     def close(self) -> None:
-        if self.fd >= 0:
+        if not self.closed:
+            self.closed = True
             if self.max_timestamp >= 0:
                 self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
-            os.close(self.fd)
-            self.fd = -1
+            self.files.close(self._log_key)
         self.index.close()
         self.time_index.close()
         self.txn_index.close()

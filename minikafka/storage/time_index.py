@@ -11,21 +11,25 @@ import struct
 from array import array
 from pathlib import Path
 
-from minikafka.storage.offset_index import write_entry
+from minikafka.storage.offset_index import APPEND_FLAGS, write_entry
+from minikafka.storage.open_files import SHARED, OpenFiles
 
 ENTRY = struct.Struct(">qi")
 
 
 class TimeIndex:
-    __slots__ = ("path", "base_offset", "timestamps", "relative_offsets", "_fd", "max_entries")
+    __slots__ = ("path", "base_offset", "timestamps", "relative_offsets", "max_entries", "_files", "_key",
+                 "_unsynced")
 
-    def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
+    def __init__(self, path: Path, base_offset: int, max_index_size: int, open_files: OpenFiles = SHARED) -> None:
         self.path = path
         self.base_offset = base_offset
         self.timestamps: array[int] = array("q")
         self.relative_offsets: array[int] = array("i")
         self.max_entries = max(1, max_index_size // ENTRY.size)
-        self._fd = -1
+        self._files = open_files
+        self._key = str(path)
+        self._unsynced = False
 
     def load(self) -> bool:
         try:
@@ -70,9 +74,9 @@ class TimeIndex:
         rel = offset - self.base_offset
         if self.relative_offsets and rel < self.relative_offsets[-1]:
             return
-        if self._fd < 0:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        write_entry(self._fd, ENTRY.pack(timestamp, rel), len(self.timestamps) * ENTRY.size)
+        self._unsynced = True
+        write_entry(self._files.fd(self._key, APPEND_FLAGS), ENTRY.pack(timestamp, rel),
+                    len(self.timestamps) * ENTRY.size)
         self.timestamps.append(timestamp)
         self.relative_offsets.append(rel)
 
@@ -94,10 +98,9 @@ class TimeIndex:
         os.truncate(self.path, keep * ENTRY.size)
 
     def flush(self) -> None:
-        if self._fd >= 0:
-            os.fsync(self._fd)
+        if self._unsynced:
+            os.fsync(self._files.fd(self._key, APPEND_FLAGS))
+            self._unsynced = False
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._files.close(self._key)

@@ -13,6 +13,9 @@ import errno
 import os
 import struct
 from pathlib import Path
+
+from minikafka.storage.offset_index import APPEND_FLAGS
+from minikafka.storage.open_files import SHARED, OpenFiles
 from typing import NamedTuple
 
 ENTRY = struct.Struct(">hqqqq")
@@ -26,13 +29,15 @@ class AbortedTxn(NamedTuple):
 
 
 class TransactionIndex:
-    __slots__ = ("path", "entries", "_fd", "dirty")
+    __slots__ = ("path", "entries", "dirty", "_files", "_key", "_unsynced")
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, open_files: OpenFiles = SHARED) -> None:
         self.path = path
         self.entries: list[AbortedTxn] = []
-        self._fd = -1
         self.dirty = False  # the file lacks entries that are in memory (a write failed)
+        self._files = open_files
+        self._key = str(path)
+        self._unsynced = False
 
     def load(self) -> bool:
         try:
@@ -66,10 +71,9 @@ class TransactionIndex:
             if self.dirty:
                 self._rewrite()
                 return
-            if self._fd < 0:
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
             entry = ENTRY.pack(0, *txn)
-            if os.write(self._fd, entry) != len(entry):
+            self._unsynced = True
+            if os.write(self._files.fd(self._key, APPEND_FLAGS), entry) != len(entry):
                 raise OSError(errno.ENOSPC, f"short write to {self.path}")
         except OSError:
             self.dirty = True
@@ -114,10 +118,9 @@ class TransactionIndex:
     def flush(self) -> None:
         if self.dirty:
             self._rewrite()
-        if self._fd >= 0:
-            os.fsync(self._fd)
+        if self._unsynced:
+            os.fsync(self._files.fd(self._key, APPEND_FLAGS))
+            self._unsynced = False
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._files.close(self._key)

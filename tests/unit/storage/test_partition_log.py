@@ -61,10 +61,11 @@ def read_all(plog: PartitionLog, start: int | None = None) -> list[tuple[int, in
 def crash(plog: PartitionLog) -> None:
     """Drop the file descriptors without any of close()'s work, as kill -9 would."""
     for seg in plog.segments:
-        os.close(seg.fd)
-        seg.fd = -1
+        seg.closed = True
+        seg.files.close(str(seg.log_path))
         seg.index.close()
         seg.time_index.close()
+        seg.txn_index.close()
 
 
 def files_of(d: Path, suffix: str) -> list[str]:
