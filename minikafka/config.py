@@ -106,6 +106,11 @@ PROPS: tuple[Prop, ...] = (
     Prop("message.max.bytes", _int, 1048588, _ge(0)),
     Prop("socket.request.max.bytes", _int, 104857600, _ge(1)),
     Prop("connections.max.idle.ms", _int, 600000),
+    # Bytes of requests being read at once (Kafka's memory pool); -1 here means twice
+    # socket.request.max.bytes (Kafka: unbounded), see BrokerConfig.queued_max_request_bytes.
+    Prop("queued.max.request.bytes", _int, -1, lambda v: v == -1 or v > 0),
+    Prop("max.connections", _int, 2147483647, _ge(0)),
+    Prop("max.connections.per.ip", _int, 2147483647, _ge(0)),
     Prop("request.timeout.ms", _int, 30000),
     Prop("compression.type", _str, "producer"),
     Prop("offsets.topic.num.partitions", _int, 50, _ge(1)),
@@ -187,6 +192,13 @@ class BrokerConfig:
 
     # Derived values with Kafka's precedence rules.
     @property
+    def queued_max_request_bytes(self) -> int:
+        """The request memory budget: as set, or twice the largest request when left at -1
+        (Kafka's -1 means no bound; one Python process is better off with one)."""
+        queued = int(self.values["queued.max.request.bytes"])
+        return queued if queued > 0 else 2 * int(self.values["socket.request.max.bytes"])
+
+    @property
     def log_roll_ms(self) -> int:
         v = self.values["log.roll.ms"]
         return v if v is not None else self.values["log.roll.hours"] * 3600_000
@@ -231,6 +243,11 @@ class BrokerConfig:
             if not prop.check(value):
                 raise ConfigError(f"invalid value {raw!r} for {key}: out of range")
             values[key] = value
+        queued = values["queued.max.request.bytes"]
+        if queued > 0 and queued < values["socket.request.max.bytes"]:
+            # Kafka refuses this too: one request of the largest allowed size could never be read.
+            raise ConfigError(f"queued.max.request.bytes ({queued}) must be at least "
+                              f"socket.request.max.bytes ({values['socket.request.max.bytes']})")
         if values["broker.id"] >= 0 and "node.id" not in props:
             values["node.id"] = values["broker.id"]
 

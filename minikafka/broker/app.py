@@ -18,6 +18,7 @@ from minikafka.broker.handlers.write_txn_markers import LocalMarkerWriter
 from minikafka.broker.internal_topic import InternalTopicLog
 from minikafka.broker.producer_id_store import FileProducerIdBlockStore
 from minikafka.broker.purgatory import FetchPurgatory
+from minikafka.broker.request_memory import RequestMemoryPool
 from minikafka.broker.server import KafkaServer
 from minikafka.broker.services import BrokerServices
 from minikafka.clock import Clock, SystemClock
@@ -29,6 +30,7 @@ from minikafka.coordinator.transaction.txn_log import TOPIC as TXN_TOPIC
 from minikafka.faults import FaultInjector
 from minikafka.protocol.types import TopicPartition
 from minikafka.storage.log_manager import LogManager
+from minikafka.storage.open_files import RESERVED_FDS, default_capacity, raise_fd_limit
 
 log = structlog.get_logger("minikafka.broker")
 # How often the internal topics are checked for a rolled segment to compact (cheap: a length test).
@@ -39,10 +41,15 @@ class Broker:
     def __init__(self, config: BrokerConfig, clock: Clock | None = None) -> None:
         self.config = config
         self.clock = clock or SystemClock()
+        # File descriptors: the soft limit goes up to the hard one; half of what is left after a
+        # reserve serves segment files (opened on demand), the rest bounds the connections.
+        fd_limit, _ = raise_fd_limit()
+        open_files = default_capacity(fd_limit)
+        socket_fds = max(1, fd_limit - open_files - RESERVED_FDS)
         self.logs = LogManager(config.data_dir, node_id=config.node_id,
                                topic_defaults=topic_defaults(config),
                                topic_config_parser=parse_topic_config,
-                               cluster_id=config["cluster.id"] or None)
+                               cluster_id=config["cluster.id"] or None, open_files_capacity=open_files)
         self.purgatory = FetchPurgatory()
         self.faults = FaultInjector(os.environ)
         self.services = BrokerServices(config=config, logs=self.logs, clock=self.clock,
@@ -68,7 +75,11 @@ class Broker:
         self.server = KafkaServer(self.registry, host=config.host, port=config.port,
                                   max_frame_size=int(config["socket.request.max.bytes"]),
                                   idle_ms=int(config["connections.max.idle.ms"]),
-                                  now_ms=self.clock.now_ms, monotonic_ms=self.clock.monotonic_ms)
+                                  now_ms=self.clock.now_ms, monotonic_ms=self.clock.monotonic_ms,
+                                  memory=RequestMemoryPool(config.queued_max_request_bytes),
+                                  max_connections=min(int(config["max.connections"]), socket_fds),
+                                  max_connections_per_ip=int(config["max.connections.per.ip"]))
+        self.fd_budget = {"fd_limit": fd_limit, "open_files": open_files, "connections": socket_fds}
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
 
@@ -101,7 +112,7 @@ class Broker:
         if c["log.flush.interval.ms"] is not None or c["log.flush.scheduler.interval.ms"] < 2**62:
             self._every(min(int(c["log.flush.scheduler.interval.ms"]), 1000), self._flush)
         log.info("broker_started", node_id=c.node_id, port=self.server.port, data_dir=str(c.data_dir),
-                 cluster_id=self.logs.cluster_id)
+                 cluster_id=self.logs.cluster_id, **self.fd_budget)
 
     def _every(self, interval_ms: int, fn: Callable[[], Awaitable[None] | None]) -> None:
         async def loop() -> None:

@@ -8,6 +8,8 @@ Theory of operation
   checked before anything is buffered for it.
 - A connection with no traffic for `connections.max.idle.ms` is closed by the server's sweeper
   (also one that stopped half-way through a frame).
+- Memory: a frame's bytes are read only once the request memory pool (queued.max.request.bytes)
+  granted its size; the grant is returned when the request was handled or the connection closed.
 """
 
 from __future__ import annotations
@@ -19,18 +21,21 @@ from collections.abc import Callable
 import structlog
 
 from minikafka.broker.dispatch import CloseConnection, HandlerRegistry, dispatch
+from minikafka.broker.request_memory import RequestMemoryPool
 from minikafka.protocol.errors import FramingError
 from minikafka.protocol.framing import FrameDecoder
 
 log = structlog.get_logger("minikafka.broker")
 _conn_ids = itertools.count(1)
+READ_CHUNK = 256 * 1024
 
 
 class Connection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  registry: HandlerRegistry, *, max_frame_size: int, now_ms: Callable[[], int],
-                 monotonic_ms: Callable[[], int]) -> None:
+                 monotonic_ms: Callable[[], int], memory: RequestMemoryPool | None = None) -> None:
         self.reader = reader
+        self.memory = memory
         self.writer = writer
         self.registry = registry
         self.decoder = FrameDecoder(max_frame_size)
@@ -44,9 +49,15 @@ class Connection:
         self.closing = False
 
     async def run(self) -> None:
+        reserved = 0  # bytes of the request memory pool granted to the frame being read
         try:
             while not self.closing:
-                data = await self.reader.read(256 * 1024)
+                pending = self.decoder.pending_size
+                if pending > 0 and reserved == 0 and self.memory is not None:
+                    # Kafka's queued.max.request.bytes: no more bytes of this request are read
+                    # until the pool grants its size (the socket's bytes wait in the kernel).
+                    reserved = await self.memory.reserve(pending + 4)
+                data = await self.reader.read(READ_CHUNK)
                 if not data:
                     break
                 self.last_active_ms = self._monotonic_ms()
@@ -55,26 +66,36 @@ class Connection:
                 except FramingError as exc:
                     log.warning("bad_frame", conn_id=self.conn_id, peer=self.peer, reason=str(exc))
                     break
-                for frame in frames:
-                    self.busy = True
-                    try:
-                        response = await dispatch(self.registry, frame, self.conn_id, self.peer,
-                                                  self._now_ms())
-                    except CloseConnection:
-                        return
-                    finally:
-                        self.busy = False
-                        self.last_active_ms = self._monotonic_ms()
-                    if response is not None:
-                        self.writer.write(response)
-                    if self.closing:
-                        break
+                # The reserved frame is the first one completed; it is released once handled.
+                held, reserved = (reserved, 0) if frames and reserved else (0, reserved)
+                try:
+                    for frame in frames:
+                        self.busy = True
+                        try:
+                            response = await dispatch(self.registry, frame, self.conn_id, self.peer,
+                                                      self._now_ms())
+                        except CloseConnection:
+                            return
+                        finally:
+                            self.busy = False
+                            self.last_active_ms = self._monotonic_ms()
+                        if response is not None:
+                            self.writer.write(response)
+                        if self.closing:
+                            break
+                    del frames
+                finally:
+                    if held and self.memory is not None:
+                        self.memory.release(held)
                 await self.writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         except Exception:
             log.exception("connection_failed", conn_id=self.conn_id, peer=self.peer)
         finally:
+            if reserved and self.memory is not None:
+                self.memory.release(reserved)
+            self.decoder.release_buffer()
             self.close()
 
     def close(self) -> None:

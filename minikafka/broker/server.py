@@ -3,20 +3,30 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 from collections.abc import Callable
 
 import structlog
 
 from minikafka.broker.connection import Connection
 from minikafka.broker.dispatch import HandlerRegistry
+from minikafka.broker.request_memory import RequestMemoryPool
 
 log = structlog.get_logger("minikafka.broker")
 
 
 class KafkaServer:
     def __init__(self, registry: HandlerRegistry, *, host: str, port: int, max_frame_size: int,
-                 idle_ms: int, now_ms: Callable[[], int], monotonic_ms: Callable[[], int]) -> None:
+                 idle_ms: int, now_ms: Callable[[], int], monotonic_ms: Callable[[], int],
+                 memory: RequestMemoryPool | None = None, max_connections: int = 2**31 - 1,
+                 max_connections_per_ip: int = 2**31 - 1) -> None:
         self.registry = registry
+        self.memory = memory
+        self.max_connections = max_connections
+        self.max_connections_per_ip = max_connections_per_ip
+        self._per_ip: collections.Counter[str] = collections.Counter()
+        self.rejected = 0  # connections closed at accept because of a limit, since start
+        self._rejecting: str | None = None  # the limit being hit now (one warning per episode)
         self.host = host
         self.port = port
         self.max_frame_size = max_frame_size
@@ -37,15 +47,45 @@ class KafkaServer:
         log.info("listening", host=self.host, port=self.port)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        ip = peer[0] if isinstance(peer, tuple) else str(peer)
+        limit = self._limit_hit(ip)
+        if limit is not None:
+            self._reject(ip, limit)
+            writer.close()
+            return
+        if self._rejecting is not None:
+            log.info("connections_accepted_again", rejected=self.rejected)
+            self._rejecting = None
         conn = Connection(reader, writer, self.registry, max_frame_size=self.max_frame_size,
-                          now_ms=self._now_ms, monotonic_ms=self._monotonic_ms)
+                          now_ms=self._now_ms, monotonic_ms=self._monotonic_ms, memory=self.memory)
         task = asyncio.current_task()
         assert task is not None
         self.connections[conn] = task
+        self._per_ip[ip] += 1
         try:
             await conn.run()
         finally:
             self.connections.pop(conn, None)
+            self._per_ip[ip] -= 1
+            if self._per_ip[ip] <= 0:
+                del self._per_ip[ip]
+
+    def _limit_hit(self, ip: str) -> str | None:
+        if len(self.connections) >= self.max_connections:
+            return "max.connections"
+        if self._per_ip[ip] >= self.max_connections_per_ip:
+            return "max.connections.per.ip"
+        return None
+
+    def _reject(self, ip: str, limit: str) -> None:
+        # As Kafka: a connection over a limit is accepted and closed at once. One warning per
+        # episode (until a connection is accepted again), not one per attempt.
+        self.rejected += 1
+        if self._rejecting != limit:
+            log.warning("connection_rejected", peer_ip=ip, limit=limit, connections=len(self.connections),
+                        max_connections=self.max_connections, max_connections_per_ip=self.max_connections_per_ip)
+            self._rejecting = limit
 
     async def _sweep_idle(self) -> None:
         interval = max(0.05, min(self.idle_ms / 4000, 10.0))

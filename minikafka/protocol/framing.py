@@ -14,28 +14,61 @@ from minikafka.protocol.errors import FramingError
 _SIZE = struct.Struct(">i")
 # The smallest request: api_key, api_version, correlation_id, client_id length.
 MIN_REQUEST_SIZE = 10
+# Frames above this size are received into a buffer of their exact size.
+DIRECT_THRESHOLD = 1 << 20
 
 
 class FrameDecoder:
-    """Feed bytes in, take whole frames out. Pure; any chunking yields the same frames."""
+    """Feed bytes in, take whole frames out. Pure; any chunking yields the same frames.
 
-    __slots__ = ("_buf", "_max_size", "_need")
+    A large frame (over DIRECT_THRESHOLD) is received straight into one buffer of its exact size,
+    so a frame on its way costs its size in memory, no more (growing a buffer chunk by chunk
+    over-allocates, and slicing it copies)."""
+
+    __slots__ = ("_buf", "_max_size", "_need", "_frame", "_filled")
 
     def __init__(self, max_frame_size: int) -> None:
         self._buf = bytearray()
         self._max_size = max_frame_size
         self._need = -1  # size of the frame being collected, -1 while reading its prefix
+        self._frame: bytearray | None = None  # the large frame being filled in place
+        self._filled = 0
+
+    @property
+    def pending_size(self) -> int:
+        """Size of the frame whose size prefix has arrived but not all of its bytes, else -1."""
+        return self._need
+
+    def release_buffer(self) -> None:
+        """Drop whatever is buffered (the connection is closing): its memory goes back at once."""
+        self._buf = bytearray()
+        self._frame = None
+        self._need = -1
 
     @property
     def has_partial(self) -> bool:
         """True while part of a frame has arrived (used for the idle-connection check)."""
-        return len(self._buf) > 0
+        return len(self._buf) > 0 or self._frame is not None
 
     def feed(self, data: bytes) -> list[bytes]:
         """Add received bytes; return the frames now complete. Raises FramingError on a bad size."""
-        buf = self._buf
-        buf += data
         frames: list[bytes] = []
+        view = memoryview(data)
+        if self._frame is None and self._need > DIRECT_THRESHOLD:
+            # Allocated only now that more of it arrives: a reader that bounds its memory (the
+            # connection's request pool) reserved the size before reading on.
+            self._frame = bytearray(self._need)
+            rest = memoryview(self._buf)[4:]
+            self._frame[: len(rest)] = rest
+            self._filled = len(rest)
+            del rest
+            self._buf = bytearray()
+        if self._frame is not None:
+            view = self._fill(view, frames)
+            if self._frame is not None:
+                return frames
+        buf = self._buf
+        buf += view
         while True:
             if self._need < 0:
                 if len(buf) < 4:
@@ -47,10 +80,23 @@ class FrameDecoder:
             if len(buf) < 4 + self._need:
                 break
             end = 4 + self._need
-            frames.append(bytes(buf[4:end]))
+            frames.append(bytes(memoryview(buf)[4:end]))
             del buf[:end]
             self._need = -1
         return frames
+
+    def _fill(self, view: memoryview, frames: list[bytes]) -> memoryview:
+        """Copy into the large frame; returns what is left of view once it is complete."""
+        frame = self._frame
+        assert frame is not None
+        take = min(len(view), len(frame) - self._filled)
+        frame[self._filled : self._filled + take] = view[:take]
+        self._filled += take
+        if self._filled == len(frame):
+            frames.append(bytes(frame))
+            self._frame = None
+            self._need = -1
+        return view[take:]
 
 
 def encode_frame(payload: bytes) -> bytes:

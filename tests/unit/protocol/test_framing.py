@@ -88,3 +88,19 @@ def test_partial_frame_is_reported() -> None:
     assert dec.has_partial
     assert dec.feed(b"67890" + b"\x00") == [b"1234567890"]
     assert dec.has_partial  # one byte of the next prefix
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 4096, 1 << 20, 3 << 20])
+def test_large_frames_any_chunking(chunk):
+    from minikafka.protocol.framing import DIRECT_THRESHOLD, FrameDecoder, encode_frame
+
+    big = bytes(range(256)) * ((DIRECT_THRESHOLD + 12345) // 256)
+    stream = encode_frame(b"a" * 20) + encode_frame(big) + encode_frame(b"b" * 30) + encode_frame(big[::-1])
+    d = FrameDecoder(10 << 20)
+    out = []
+    for i in range(0, len(stream), chunk if chunk > 1 else 997):
+        out += d.feed(stream[i : i + (chunk if chunk > 1 else 997)])
+        if len(out) == 1:
+            assert d.pending_size in (-1, len(big))
+    assert out == [b"a" * 20, big, b"b" * 30, big[::-1]]
+    assert d.pending_size == -1 and not d.has_partial
