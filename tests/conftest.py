@@ -13,6 +13,7 @@ The Kafka broker is shared by the session: tests must use their own topic and gr
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Iterator
@@ -53,6 +54,64 @@ def pytest_report_header(config: pytest.Config) -> str:
         return "target: minikafka"
     where = os.environ.get("KAFKA_BOOTSTRAP") or "Apache Kafka started by the session"
     return f"target: Apache Kafka (conformance mode): {where}"
+
+
+# ---------------------------------------------------------------------------------------------
+# No librdkafka client outlives its test (issue 14, item 7). A client left open keeps reconnecting
+# to a broker its test already stopped ("Connection refused" on stderr) and keeps threads and
+# sockets for the rest of the session. After the test body, unreachable clients are collected
+# before fixtures stop brokers; after teardown, a Producer or Consumer still open that the test
+# created fails the test (and is closed, so one leak does not spill into the next test).
+
+
+def _live_clients() -> list[Any]:
+    from confluent_kafka import Consumer, Producer
+
+    return [o for o in gc.get_objects() if isinstance(o, Producer | Consumer)]
+
+
+def _is_open(client: Any) -> bool:
+    try:
+        client.poll(0) if not hasattr(client, "assignment") else client.assignment()
+    except RuntimeError:
+        return False  # "Producer has been closed" / "Consumer closed"
+    return True
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    if item.get_closest_marker("unit") is None:  # unit tests make no clients: skip the heap walk
+        item._clients_before = {id(c) for c in _live_clients()}  # type: ignore[attr-defined]
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    try:
+        return (yield)
+    finally:
+        if hasattr(item, "_clients_before"):
+            gc.collect()  # what the test body dropped is destroyed while its broker still runs
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    result = yield
+    if not hasattr(item, "_clients_before"):
+        return result
+    gc.collect()
+    before = item._clients_before
+    leaked = [c for c in _live_clients() if id(c) not in before and _is_open(c)]
+    for c in leaked:
+        try:
+            c.close()
+        except Exception:  # noqa: BLE001 - closing is best effort here; the failure below says why
+            pass
+    if leaked:
+        names = ", ".join(sorted(type(c).__name__ for c in leaked))
+        pytest.fail(f"the test left {len(leaked)} client(s) open: {names}; close them (Consumer.close(), "
+                    "Producer.flush() and close()) before its broker stops", pytrace=False)
+    return result
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

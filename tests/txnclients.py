@@ -6,6 +6,8 @@ the LSO / HWM probes of test-plan.md 0.4 and the "no hanging transaction" wait.
 
 from __future__ import annotations
 
+import warnings
+
 from collections.abc import Iterable
 from typing import Any
 
@@ -49,6 +51,16 @@ def txn_producer(bs: str, tid: str, init: bool = True, **conf: Any) -> TxnProduc
     if init:
         p.init_transactions(30)
     return p
+
+
+def close_quietly(*producers: Producer) -> None:
+    """Close producers a test fenced or failed on purpose: close() tries to abort their transaction
+    and warns that it cannot (expected). Closed before the test's broker stops, they do not linger
+    reconnecting to it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for p in producers:
+            p.close()
 
 
 class Sent:

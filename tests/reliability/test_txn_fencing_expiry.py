@@ -29,6 +29,7 @@ from rawclient import (
 from txnclients import (
     Sent,
     all_tps,
+    close_quietly,
     assert_transaction_fenced,
     commit_transaction,
     send,
@@ -195,6 +196,7 @@ def test_t_int_14_failure_to_fence_leaves_the_epoch_alone(configured_broker, tmp
     assert values(read_to_eof(bs, [(t1, 0)], "read_committed")) == [b"4", b"4"]
     assert producer_state(bs, t1, 0) == [(pid, epoch_e + 1, 0)]
     p3.close()
+    close_quietly(p1)  # fenced
 
 
 # -- T-INT-15 -----------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from confluent_kafka import (
 from txnclients import (
     QUIET,
     all_tps,
+    close_quietly,
     assert_fatal_fenced,
     assert_transaction_fenced,
     hwm,
@@ -265,6 +266,7 @@ def test_t_int_7_fencing_on_send(kafka_broker) -> None:
     assert exc.value.args[0].fatal() or exc.value.args[0].txn_requires_abort(), exc.value
     p2.commit_transaction(30)
     _only_p2_visible(bs, t1, t2)
+    close_quietly(p1, p2)
 
 
 def test_t_int_8_fencing_on_add_partitions(kafka_broker) -> None:
@@ -285,6 +287,7 @@ def test_t_int_8_fencing_on_add_partitions(kafka_broker) -> None:
     assert_transaction_fenced(p1, [(t1, 0, b"1", b"5"), (t2, 0, b"3", b"6")])
     p2.commit_transaction(30)
     _only_p2_visible(bs, t1, t2)
+    close_quietly(p1, p2)
 
 
 # -- T-INT-9 ------------------------------------------------------------------------------------
@@ -310,6 +313,7 @@ def test_t_int_9_fencing_on_transaction_expiration(kafka_broker) -> None:
     print("late send after expiration:", how)
     assert values(read_to_eof(bs, [(t1, 0)], "read_uncommitted")) == [b"1"]
     assert read_to_eof(bs, [(t1, 0)], "read_committed") == []
+    close_quietly(p)
 
 
 # -- T-INT-10 -----------------------------------------------------------------------------------
