@@ -33,8 +33,10 @@ class LimitedBroker(BrokerProcess):
     nofile = 1024
 
     def command(self) -> list[str]:
-        launcher = ("import os, resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, "
-                    f"({self.nofile}, {self.nofile})); os.execv(sys.executable, [sys.executable] + sys.argv[1:])")
+        launcher = ("import os, resource, sys; hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]; "
+                    f"n = {self.nofile} if hard == resource.RLIM_INFINITY else min({self.nofile}, hard); "
+                    "resource.setrlimit(resource.RLIMIT_NOFILE, (n, n)); "
+                    "os.execv(sys.executable, [sys.executable] + sys.argv[1:])")
         return [sys.executable, "-c", launcher] + super().command()[1:]
 
 
