@@ -8,18 +8,20 @@ RUN_STAMP := $(VENV)/.run-stamp
 .PHONY: run test unit soak conformance bench clean
 
 # `make run` needs only the broker's own dependencies; tests also need the test and spark extras.
+# Quiet on success (pip and setuptools talk a lot); on failure the whole install log is shown.
 $(RUN_STAMP): pyproject.toml minikafka/protocol/_walk.c
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e .
-	touch $(RUN_STAMP)
+	@echo "minikafka: installing into $(VENV) (first run only; log in $(VENV)/install.log)"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@{ $(BIN)/python -m pip install -q --upgrade pip && $(BIN)/python -m pip install -q -e . ; } \
+		> $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
+	@touch $(RUN_STAMP)
 
 $(STAMP): $(RUN_STAMP)
 	$(BIN)/python -m pip install -q -e '.[test,spark]'
 	touch $(STAMP)
 
 run: $(RUN_STAMP)
-	$(BIN)/python -m minikafka serve --host 127.0.0.1 --port 9092 --data-dir ./data
+	@$(BIN)/python -m minikafka serve --host 127.0.0.1 --port 9092 --data-dir ./data
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -5,13 +5,19 @@ from __future__ import annotations
 import argparse
 import sys
 
+from minikafka import __version__
 from minikafka.config import ConfigError, load
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="minikafka", description="A single-node Apache Kafka-protocol broker.")
-    sub = p.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("serve", help="run the broker")
+    p = argparse.ArgumentParser(
+        prog="minikafka",
+        description="A single-node broker that speaks Apache Kafka's protocol: point any Kafka client at it.",
+        epilog="Start a broker: minikafka serve   (127.0.0.1:9092, data in ./data)")
+    p.add_argument("--version", action="version", version=f"minikafka {__version__}")
+    sub = p.add_subparsers(dest="command")
+    s = sub.add_parser("serve", help="run the broker",
+                       description="Run the broker until SIGTERM or Ctrl-C (then it stops cleanly).")
     s.add_argument("--host", default=None, help="bind address (default 127.0.0.1, or from listeners)")
     s.add_argument("--port", type=int, default=None, help="port (default 9092, or from listeners)")
     s.add_argument("--data-dir", default=None, help="log directory (default ./data, or log.dirs)")
@@ -37,13 +43,15 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["inspect"]:
         from minikafka import inspect
 
-        inspect_parser = argparse.ArgumentParser(prog="minikafka inspect", description=inspect.__doc__)
+        inspect_parser = argparse.ArgumentParser(prog="minikafka inspect", description=inspect.DESCRIPTION)
         inspect.add_arguments(inspect_parser)
         return inspect.run(inspect_parser.parse_args(argv[1:]))
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args)
-    return 2  # pragma: no cover
+    parser.print_help()  # `minikafka` alone: what it can do
+    return 0
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -74,7 +82,24 @@ def _serve(args: argparse.Namespace) -> int:
     except StartupError as exc:  # a data directory that cannot be used: one line, no traceback
         print(f"minikafka: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # a busy port, an unreadable or unwritable data directory
+        print(f"minikafka: cannot start: {_describe_os_error(exc, config)}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _describe_os_error(exc: OSError, config: object) -> str:
+    import errno
+
+    host, port = getattr(config, "host", "?"), getattr(config, "port", "?")
+    if exc.errno == errno.EADDRINUSE:
+        return f"{host}:{port} is already in use (another broker? choose another --port)"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"{host} is not an address of this machine (--host)"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        where = f" {exc.filename}" if exc.filename else ""
+        return f"permission denied{where} (data directory {getattr(config, 'data_dir', '?')}): {exc.strerror}"
+    return str(exc)
 
 
 if __name__ == "__main__":

@@ -635,6 +635,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="one JSON document instead of tables")
     p.add_argument("--topic", action="append", default=[], help="only these topics' partitions (repeatable)")
     p.add_argument("--timeout", type=float, default=10.0, help="socket timeout for --bootstrap, in seconds")
+    p.add_argument("--internal", action="store_true",
+                   help="also list the internal topics' partitions (__consumer_offsets, __transaction_state)")
+
+
+DESCRIPTION = """Show what a broker holds about transactions: each transactional id with its state, producer id and
+epoch; each partition's high watermark, last stable offset (how far read_committed consumers can
+read) and the open transactions holding it back; the aborted ranges recorded on disk.
+Read a data directory (read-only, safe beside a running broker) or ask a running broker."""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -647,9 +655,18 @@ def run(args: argparse.Namespace) -> int:
     except InspectError as exc:
         print(f"minikafka inspect: {exc}", file=sys.stderr)
         return 1
-    if args.json:
-        json.dump(to_json(report), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        sys.stdout.write(format_text(report))
+    if not getattr(args, "internal", False) and not args.topic:
+        report = replace(report, partitions=tuple(
+            p for p in report.partitions if not p.topic.startswith("__")))
+    try:
+        if args.json:
+            json.dump(to_json(report), sys.stdout, indent=2)
+            sys.stdout.write("\n")
+        else:
+            sys.stdout.write(format_text(report))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `minikafka inspect | head`: the reader has what it wanted. Point stdout at /dev/null so
+        # the interpreter's final flush does not report the closed pipe either.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
