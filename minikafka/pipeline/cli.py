@@ -24,11 +24,13 @@ from typing import Any
 from minikafka.pipeline.orders import OrderSpec, ProduceSummary
 
 MANIFEST = "manifest.json"
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--bootstrap-servers", default=os.environ.get("KAFKA_BOOTSTRAP", "127.0.0.1:9092"),
-                   help="Kafka bootstrap servers (default $KAFKA_BOOTSTRAP or 127.0.0.1:9092)")
+    p.add_argument("--bootstrap-servers", default=os.environ.get("KAFKA_BOOTSTRAP"),
+                   help="Kafka bootstrap servers (default $KAFKA_BOOTSTRAP or 127.0.0.1:9092; `run` starts "
+                        "an embedded minikafka when neither is given and nothing answers there)")
     p.add_argument("--work-dir", default="./pipeline-out",
                    help="manifest, checkpoint and Parquet results (shared storage on a cluster)")
     p.add_argument("--topic", default=None, help="orders topic (run: orders-<run id>)")
@@ -140,6 +142,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     t_start = time.monotonic()
     orders.ensure_topic(args.bootstrap_servers, topic, args.partitions)
     orders.ensure_topic(args.bootstrap_servers, results_topic, args.partitions)
+    from minikafka.pipeline.spark_session import ensure_connector_jars
+
+    ensure_connector_jars(lambda line: print(f"pipeline: {line}", flush=True))
+    print("pipeline: starting Spark...", flush=True)
     t0 = time.monotonic()
     spark = _session(args)
     session_s = time.monotonic() - t0
@@ -152,6 +158,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         orders.produce_orders(args.bootstrap_servers, topic, spec, transactional_id=f"orders-producer-{run_id}",
                               txns=range(bounds[i], bounds[i + 1]), summary=summary)
         _save_manifest(args, summary, results_topic)
+        print(f"pipeline: round {i + 1}/{phases}: {bounds[i + 1]} of {spec.transactions} transactions produced; "
+              "running the job until it has caught up...", flush=True)
         result = job.run_until_caught_up(spark, cfg)  # phase > 0 resumes from the checkpoint
         job_s += result.seconds
         batches += result.batches
@@ -235,12 +243,49 @@ def cmd_verify(args: argparse.Namespace) -> int:
 COMMANDS = {"run": cmd_run, "produce": cmd_produce, "job": cmd_job, "verify": cmd_verify}
 
 
+class NoBroker(RuntimeError):
+    """Nothing answers ApiVersions at the bootstrap address."""
+
+
+def _wait_for_broker(bootstrap: str, timeout_s: float = 10.0) -> None:
+    """Raise NoBroker unless the first bootstrap address answers within timeout_s (a broker that is
+    starting gets that long; no Kafka client is made before, so no flood of client log lines)."""
+    from minikafka.healthcheck import check
+
+    host, _, port = bootstrap.split(",")[0].strip().rpartition(":")
+    deadline = time.monotonic() + timeout_s
+    while True:
+        ok, why = check(host or "127.0.0.1", int(port), timeout=2.0)
+        if ok:
+            return
+        if time.monotonic() >= deadline:
+            raise NoBroker(f"no Kafka broker at {host}:{port} ({why})")
+        time.sleep(0.5)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     from minikafka.pipeline.spark_session import SparkUnavailable
 
+    explicit = args.bootstrap_servers is not None
+    args.bootstrap_servers = args.bootstrap_servers or DEFAULT_BOOTSTRAP
     try:
+        try:
+            _wait_for_broker(args.bootstrap_servers, 10.0 if explicit or args.command != "run" else 1.0)
+        except NoBroker:
+            if explicit or args.command != "run":
+                raise
+            from minikafka.pipeline.embedded import EmbeddedBroker
+
+            with EmbeddedBroker() as broker:
+                print(f"pipeline: nothing answers at {DEFAULT_BOOTSTRAP}: started an embedded minikafka at "
+                      f"{broker.address} (temporary data, removed at the end)", flush=True)
+                args.bootstrap_servers = broker.address
+                return COMMANDS[args.command](args)
         return COMMANDS[args.command](args)
+    except NoBroker as exc:
+        print(f"minikafka pipeline: {exc}", file=sys.stderr)
+        return 1
     except SparkUnavailable as exc:
         print(f"minikafka pipeline: {exc}", file=sys.stderr)
         return 2

@@ -74,6 +74,7 @@ def _batch_writer(cfg: JobConfig) -> Any:
              .option("kafka.bootstrap.servers", cfg.bootstrap)
              .option("topic", cfg.results_topic)
              .save())
+            print(f"job: micro-batch {batch_id} written", flush=True)  # progress of a long step
         finally:
             batch.unpersist()
 

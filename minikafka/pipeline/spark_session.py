@@ -19,7 +19,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -91,6 +91,15 @@ def fetch_connector_jars(timeout: float = 900.0) -> list[Path]:
     if proc.returncode != 0:
         raise SparkUnavailable(f"spark/fetch-jars.sh failed:\n{proc.stderr[-4000:]}")
     return connector_jars()
+
+
+def ensure_connector_jars(progress: Callable[[str], None]) -> list[Path]:
+    """The connector jars, fetched first (with one progress line) when they are not cached."""
+    try:
+        return connector_jars()
+    except SparkUnavailable:
+        progress("fetching the Spark Kafka connector jars from Maven Central (once, about a minute)...")
+        return fetch_connector_jars()
 
 
 def check_spark_available() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -38,3 +39,41 @@ def test_pipeline_end_to_end(kafka_broker: Any, spark_jars: list[Path], tmp_path
     assert numbers["results_parquet_rows"] >= numbers["customers"]
     assert numbers["results_topic_records"] >= numbers["customers"]
     assert numbers["phases"] == 2  # the job was stopped and resumed from its checkpoint
+
+
+def test_pipeline_with_a_dead_address_is_one_line_quickly(tmp_path: Path) -> None:
+    import socket
+    import time
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "minikafka", "pipeline", "run", "--bootstrap-servers",
+                           f"127.0.0.1:{port}", "--work-dir", str(tmp_path / "p")],
+                          capture_output=True, text=True, timeout=60)
+    assert time.monotonic() - t0 < 15
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[0].startswith(f"minikafka pipeline: no Kafka broker at 127.0.0.1:{port}")
+    assert len(proc.stderr.splitlines()) == 1 and proc.stdout == ""  # no traceback, no client log flood
+
+
+def test_pipeline_by_itself_starts_an_embedded_broker(spark_jars: list[Path], tmp_path: Path) -> None:
+    from minikafka.healthcheck import check
+
+    if check("127.0.0.1", 9092, timeout=1.0)[0]:
+        pytest.skip("a broker answers at 127.0.0.1:9092: `run` would use it instead of an embedded one")
+    env = {**os.environ, "SPARK_JARS_DIR": str(spark_jars[0].parent)}
+    env.pop("KAFKA_BOOTSTRAP", None)
+    proc = subprocess.run([sys.executable, "-m", "minikafka", "pipeline", "run", "--master", "local[2]",
+                           "--events", "200", "--work-dir", str(tmp_path / "p"), "--json"],
+                          capture_output=True, text=True, env=env, timeout=540)
+    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("pipeline: nothing answers at 127.0.0.1:9092: started an embedded minikafka at")
+    assert any(line.startswith("job: micro-batch") for line in lines)  # progress of the long steps
+    numbers = json.loads(lines[-1])
+    assert numbers["ok"] is True and numbers["committed_events"] == 160
+    # The embedded broker is gone and so are its temporary files.
+    port = int(re.search(r"embedded minikafka at 127\.0\.0\.1:(\d+)", lines[0]).group(1))
+    assert not check("127.0.0.1", port, timeout=1.0)[0]
