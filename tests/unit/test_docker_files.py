@@ -1,4 +1,5 @@
-"""docker/Dockerfile and docker/docker-compose.yml, checked without a Docker engine.
+"""docker/Dockerfile and docker/docker-compose.yml, checked without a Docker engine (make compose-test
+builds and runs them).
 
 Static checks: the compose file parses and has the broker, pipeline and tests services; every build
 context, Dockerfile, target stage, COPY source and repository script they name exists; every command
@@ -101,10 +102,16 @@ def docker_stages() -> dict[str, list[tuple[str, str]]]:
 def test_dockerfile_broker_stage_is_the_default_and_non_root(docker_stages: dict[str, Any]) -> None:
     names = list(docker_stages)
     assert names[-1] == "broker", "the broker must be the last stage (the default build target)"
-    assert ("ARG", "PYTHON_IMAGE=python:3.11-slim") in instructions(DOCKERFILE)
-    assert docker_stages["base"][0] == ("FROM", "${PYTHON_IMAGE} AS base")
-    assert effective_user("base", docker_stages) == "root"  # installs only; no stage runs from it
-    for stage in ("broker", "pipeline"):
+    # The base image is a build argument (make docker passes a debootstrap image; the default needs
+    # a registry) and nothing else needs one: no `# syntax` line (BuildKit would fetch its frontend).
+    assert ("ARG", "BASE_IMAGE=python:3.11-slim") in instructions(DOCKERFILE)
+    assert docker_stages["install"][0] == ("FROM", "${BASE_IMAGE} AS install")
+    assert docker_stages["broker"][0] == ("FROM", "${BASE_IMAGE} AS broker")
+    assert not re.search(r"^#\s*syntax", DOCKERFILE.read_text(), re.MULTILINE | re.IGNORECASE)
+    froms = [args.split()[0] for ins, args in instructions(DOCKERFILE) if ins == "FROM"]
+    assert all(f.startswith("${") or f in docker_stages for f in froms), froms
+    assert effective_user("install", docker_stages) == "root"  # installs only; no image runs from it
+    for stage in ("broker", "pipeline", "tests"):
         user = effective_user(stage, docker_stages)
         assert user not in ("root", "0"), f"stage {stage} runs as {user}"
     broker = dict((ins, args) for ins, args in docker_stages["broker"])  # last of each kind
@@ -136,6 +143,23 @@ def test_dockerfile_copies_and_scripts_exist(docker_stages: dict[str, Any]) -> N
     cmd = [args for ins, args in docker_stages["broker"] if ins == "CMD"][-1]
     assert exec_form(entry) == ["minikafka"]
     _assert_minikafka_command(exec_form(cmd))
+
+
+@pytest.mark.unit
+def test_root_dockerignore_keeps_the_context_small() -> None:
+    """The legacy builder reads only the context root's .dockerignore: .venv, data and .cache must
+    stay out (a 763 MB context otherwise) and everything the Dockerfile copies must stay in."""
+    patterns = [line.strip() for line in (REPO / ".dockerignore").read_text().splitlines()
+                if line.strip() and not line.startswith("#")]
+    assert patterns[0] == "*"
+    allowed = {p[1:].rstrip("/") for p in patterns if p.startswith("!")}
+    assert not allowed & {".venv", "data", ".cache", "build"}
+    for stage, body in stages(DOCKERFILE).items():
+        for ins, args in body:
+            if ins == "COPY" and "--from=" not in args:
+                *sources, _dest = [a for a in exec_form(args) if not a.startswith("--")]
+                for src in sources:
+                    assert src.rstrip("/") in allowed, f"{stage}: COPY {src} is excluded by .dockerignore"
 
 
 # -- the compose file ---------------------------------------------------------------------------
@@ -180,7 +204,8 @@ def test_compose_services_and_their_builds(compose: dict[str, Any], docker_stage
         assert (context / build["dockerfile"]).resolve() == DOCKERFILE
         assert build["target"] in docker_stages, f"{name}: no stage {build['target']}"
     assert services["broker"]["build"]["target"] == "broker"
-    assert services["broker"]["ports"] == ["9092:9092"]
+    assert services["broker"]["ports"] == ["127.0.0.1:${MINIKAFKA_PORT:-9092}:9092"]  # loopback only
+    assert "name" not in compose, "docker-compose 1.29 rejects a top-level name (pass -p instead)"
     for name in ("pipeline", "tests"):
         assert services[name]["depends_on"]["broker"]["condition"] == "service_healthy"
     assert services["tests"]["environment"]["KAFKA_BOOTSTRAP"] == "broker:9092"
