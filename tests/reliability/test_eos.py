@@ -142,6 +142,19 @@ def _run_eos(broker, *, n: int, partitions: int, target: str, hard: bool, group_
 
     reader = ConcurrentReader(bootstrap, "output", partitions)
     reader.start()
+    try:
+        _copy_and_check(broker, reader, n=n, partitions=partitions, target=target, hard=hard,
+                        group_mode=group_mode, seed=seed, rng=rng, seeded=seeded, max_per_txn=max_per_txn,
+                        txn_timeout_ms=txn_timeout_ms, deadline_s=deadline_s)
+    finally:
+        reader.stop.set()  # also when the copy failed: the reader's client must not outlive the broker
+        reader.join(30)
+
+
+def _copy_and_check(broker, reader: ConcurrentReader, *, n: int, partitions: int, target: str, hard: bool,
+                    group_mode: bool, seed: int, rng: random.Random, seeded: dict[int, list[int]],
+                    max_per_txn: int, txn_timeout_ms: int, deadline_s: int) -> None:
+    bootstrap = broker.bootstrap
     common = ["--seed", str(seed), "--txn-timeout-ms", str(txn_timeout_ms), "--deadline-s", str(deadline_s),
               "--max-per-txn", str(max_per_txn)]
     if group_mode:
@@ -184,6 +197,7 @@ def _run_eos(broker, *, n: int, partitions: int, target: str, hard: bool, group_
     output = _read_partitioned(bootstrap, "output", partitions, n)
     reader.stop.set()
     reader.join(30)
+    assert not reader.is_alive(), "the concurrent read_committed consumer did not stop"
     for p in range(partitions):
         assert len(output[p]) == len(set(output[p])), f"duplicates in output partition {p}"
         assert len(reader.values[p]) == len(set(reader.values[p])), f"concurrent consumer saw duplicates in {p}"
