@@ -70,8 +70,9 @@ for _ in $(seq 1 120); do
 done
 before=$(acked_now || echo 0)
 [ "${before:-0}" -ge 5000 ] || { cat "$logdir/restart.log" >&2; echo "compose-test: the producer did not get going" >&2; exit 1; }
+broker_id=$("${compose[@]}" ps -q broker)   # while it runs (v2 lists only running containers)
 "${compose[@]}" kill -s SIGKILL broker >/dev/null 2>&1
-exit_code=$(docker inspect -f '{{.State.ExitCode}}' "$("${compose[@]}" ps -q broker)")
+exit_code=$(docker inspect -f '{{.State.ExitCode}}' "$broker_id")
 step "killed the broker (exit code $exit_code) at $before records acknowledged"
 sleep 2   # an outage the producer has to ride out, not a blink
 "${compose[@]}" start broker >/dev/null 2>&1
