@@ -37,7 +37,7 @@ def small_disk(tmp_path):
     mnt.mkdir()
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=30m", "tmpfs", str(mnt)], capture_output=True)
     if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip() or done.returncode}")
+        pytest.skip(f"cannot mount a tmpfs here: {(done.stderr.decode().strip().splitlines() or [done.returncode])[0]}")
     try:
         yield mnt
     finally:
