@@ -48,6 +48,7 @@ SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
     18: VersionRange(0, 4),    # ApiVersions
     19: VersionRange(2, 7),    # CreateTopics
     20: VersionRange(1, 6),    # DeleteTopics
+    21: VersionRange(0, 2),    # DeleteRecords
     22: VersionRange(0, 5),    # InitProducerId
     23: VersionRange(2, 4),    # OffsetForLeaderEpoch
     24: VersionRange(0, 3),    # AddPartitionsToTxn
@@ -55,9 +56,16 @@ SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
     26: VersionRange(0, 4),    # EndTxn
     27: VersionRange(1, 1),    # WriteTxnMarkers (not advertised unless registered; v0 removed in Kafka 4)
     28: VersionRange(0, 4),    # TxnOffsetCommit
+    29: VersionRange(1, 3),    # DescribeAcls (SECURITY_DISABLED: no authorizer)
+    30: VersionRange(1, 3),    # CreateAcls
+    31: VersionRange(1, 3),    # DeleteAcls
     32: VersionRange(1, 4),    # DescribeConfigs
+    35: VersionRange(1, 5),    # DescribeLogDirs
     37: VersionRange(0, 3),    # CreatePartitions
     42: VersionRange(0, 2),    # DeleteGroups
+    43: VersionRange(0, 2),    # ElectLeaders
+    45: VersionRange(0, 1),    # AlterPartitionReassignments
+    46: VersionRange(0, 0),    # ListPartitionReassignments
     47: VersionRange(0, 0),    # OffsetDelete
     60: VersionRange(0, 1),    # DescribeCluster
     61: VersionRange(0, 0),    # DescribeProducers

@@ -40,6 +40,14 @@ from minikafka.broker.handlers.produce import ProduceHandler
 from minikafka.broker.handlers.sync_group import SyncGroupHandler
 from minikafka.broker.handlers.txn_offset_commit import TxnOffsetCommitHandler
 from minikafka.broker.handlers.write_txn_markers import WriteTxnMarkersHandler
+from minikafka.broker.handlers.alter_partition_reassignments import AlterPartitionReassignmentsHandler
+from minikafka.broker.handlers.create_acls import CreateAclsHandler
+from minikafka.broker.handlers.delete_acls import DeleteAclsHandler
+from minikafka.broker.handlers.delete_records import DeleteRecordsHandler
+from minikafka.broker.handlers.describe_acls import DescribeAclsHandler
+from minikafka.broker.handlers.describe_log_dirs import DescribeLogDirsHandler
+from minikafka.broker.handlers.elect_leaders import ElectLeadersHandler
+from minikafka.broker.handlers.list_partition_reassignments import ListPartitionReassignmentsHandler
 from minikafka.broker.services import BrokerServices
 
 
@@ -57,7 +65,22 @@ def default_handlers(svc: BrokerServices) -> list[Handler]:
         CreatePartitionsHandler(svc),
         DescribeClusterHandler(svc),
         InitProducerIdHandler(svc),
-    ] + group_handlers(svc) + txn_handlers(svc)
+    ] + admin_handlers(svc) + group_handlers(svc) + txn_handlers(svc)
+
+
+def admin_handlers(svc: BrokerServices) -> list[Handler]:
+    """The admin surface around the core (issue 16): Kafka's answers on a single node without an
+    authorizer."""
+    return [
+        DeleteRecordsHandler(svc),
+        DescribeAclsHandler(svc),
+        CreateAclsHandler(svc),
+        DeleteAclsHandler(svc),
+        DescribeLogDirsHandler(svc),
+        ElectLeadersHandler(svc),
+        AlterPartitionReassignmentsHandler(svc),
+        ListPartitionReassignmentsHandler(svc),
+    ]
 
 
 def txn_handlers(svc: BrokerServices) -> list[Handler]:

@@ -54,7 +54,7 @@ class CreateTopicsHandler:
         if replication > 1:
             return _err(t.name, ErrorCode.invalid_replication_factor,
                         f"Unable to replicate the partition {replication} time(s): The target replication "
-                        "factor of {replication} cannot be reached because only 1 broker(s) are registered.")
+                        f"factor of {replication} cannot be reached because only 1 broker(s) are registered.")
         try:
             info = self.svc.logs.create_topic(t.name, partitions, {c.name: c.value for c in t.configs},
                                               now_ms=self.svc.clock.now_ms(), validate_only=validate_only)
