@@ -335,12 +335,40 @@ def topic_defaults(config: BrokerConfig) -> dict[str, Any]:
     return out
 
 
+# Kafka's ConfigDef type of each topic config (for its error messages and DescribeConfigs types);
+# LIST configs take APPEND/SUBTRACT in IncrementalAlterConfigs.
+TOPIC_CONFIG_TYPES: dict[str, str] = {
+    "cleanup.policy": "LIST", "compression.type": "STRING", "message.timestamp.type": "STRING",
+    "unclean.leader.election.enable": "BOOLEAN",
+    "segment.bytes": "INT", "max.message.bytes": "INT", "segment.index.bytes": "INT",
+    "index.interval.bytes": "INT", "min.insync.replicas": "INT",
+}  # everything else: LONG
+CLEANUP_POLICIES = ("compact", "delete")
+
+
+def topic_config_type(name: str) -> str:
+    return TOPIC_CONFIG_TYPES.get(name, "LONG")
+
+
 def parse_topic_config(name: str, raw: str) -> Any:
-    """Raises ConfigError for an unknown topic config or a bad value."""
+    """Raises ConfigError for an unknown topic config or a bad value, in Kafka's words
+    (ConfigDef.parseType / ValidList: what CreateTopics and IncrementalAlterConfigs answer)."""
     entry = TOPIC_CONFIGS.get(name)
     if entry is None:
-        raise ConfigError(f"unknown topic config {name!r}")
+        raise ConfigError(f"Unknown topic config name: {name}")
+    kind = topic_config_type(name)
     try:
-        return entry[1](raw)
-    except ValueError as exc:
-        raise ConfigError(f"invalid value {raw!r} for topic config {name}: {exc}") from None
+        value = entry[1](raw)
+    except ValueError:
+        reason = ("Expected value to be either true or false" if kind == "BOOLEAN"
+                  else f"Not a number of type {kind}")
+        raise ConfigError(f"Invalid value {raw} for configuration {name}: {reason}") from None
+    if kind == "INT" and not -(2**31) <= value < 2**31:
+        raise ConfigError(f"Invalid value {raw} for configuration {name}: Not a number of type INT")
+    if name == "cleanup.policy":
+        items = [x.strip() for x in str(value).split(",") if x.strip()]
+        bad = [x for x in items if x not in CLEANUP_POLICIES]
+        if bad:
+            raise ConfigError(f"Invalid value {raw} for configuration {name}: String must be one of: "
+                              + ", ".join(CLEANUP_POLICIES))
+    return value

@@ -60,10 +60,12 @@ SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
     30: VersionRange(1, 3),    # CreateAcls
     31: VersionRange(1, 3),    # DeleteAcls
     32: VersionRange(1, 4),    # DescribeConfigs
+    33: VersionRange(0, 2),    # AlterConfigs
     35: VersionRange(1, 5),    # DescribeLogDirs
     37: VersionRange(0, 3),    # CreatePartitions
     42: VersionRange(0, 2),    # DeleteGroups
     43: VersionRange(0, 2),    # ElectLeaders
+    44: VersionRange(0, 1),    # IncrementalAlterConfigs
     45: VersionRange(0, 1),    # AlterPartitionReassignments
     46: VersionRange(0, 0),    # ListPartitionReassignments
     47: VersionRange(0, 0),    # OffsetDelete

@@ -321,18 +321,22 @@ class LogManager:
         log.info("topic_deleted", topic=name)
         return info
 
-    def alter_topic_configs(self, name: str, configs: Mapping[str, str | None]) -> None:
+    def set_topic_configs(self, name: str, overrides: Mapping[str, str]) -> None:
+        """Replace a topic's config overrides (IncrementalAlterConfigs / AlterConfigs): validated as a
+        whole first, then persisted in the topics file and in force at once for every partition."""
         info = self.topics[name]
-        for k, v in configs.items():
-            if v is None:
-                info.configs.pop(k, None)
-            else:
-                self.validate_configs({k: v})
-                info.configs[k] = v
+        valid = self.validate_configs(overrides)
+        old = dict(info.configs)
+        info.configs = dict(valid)
+        try:
+            self._save_topics_file()
+        except OSError:
+            info.configs = old  # not persisted: not changed (the caller answers KAFKA_STORAGE_ERROR)
+            raise
         cfg = self.topic_config(name)
         for p in range(info.partitions):
             self.logs[TopicPartition(name, p)].config = cfg
-        self._save_topics_file()
+        log.info("topic_configs_changed", topic=name, overrides=dict(valid))
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
         for info in self.topics.values():

@@ -118,7 +118,7 @@ def test_topic_defaults_follow_broker_settings():
 def test_parse_topic_config():
     assert parse_topic_config("retention.ms", "100") == 100
     assert parse_topic_config("cleanup.policy", "compact") == "compact"
-    with pytest.raises(ConfigError, match="unknown topic config"):
+    with pytest.raises(ConfigError, match="Unknown topic config name"):
         parse_topic_config("retention.forever", "1")
     with pytest.raises(ConfigError, match="segment.bytes"):
         parse_topic_config("segment.bytes", "big")

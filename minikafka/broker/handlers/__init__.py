@@ -23,6 +23,7 @@ from minikafka.broker.handlers.describe_producers import DescribeProducersHandle
 from minikafka.broker.handlers.describe_transactions import DescribeTransactionsHandler
 from minikafka.broker.handlers.end_txn import EndTxnHandler
 from minikafka.broker.handlers.fetch import FetchHandler
+from minikafka.broker.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
 from minikafka.broker.handlers.find_coordinator import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, FindCoordinatorHandler
 from minikafka.broker.handlers.heartbeat import HeartbeatHandler
 from minikafka.broker.handlers.init_producer_id import InitProducerIdHandler
@@ -40,6 +41,7 @@ from minikafka.broker.handlers.produce import ProduceHandler
 from minikafka.broker.handlers.sync_group import SyncGroupHandler
 from minikafka.broker.handlers.txn_offset_commit import TxnOffsetCommitHandler
 from minikafka.broker.handlers.write_txn_markers import WriteTxnMarkersHandler
+from minikafka.broker.handlers.alter_configs import AlterConfigsHandler
 from minikafka.broker.handlers.alter_partition_reassignments import AlterPartitionReassignmentsHandler
 from minikafka.broker.handlers.create_acls import CreateAclsHandler
 from minikafka.broker.handlers.delete_acls import DeleteAclsHandler
@@ -80,6 +82,8 @@ def admin_handlers(svc: BrokerServices) -> list[Handler]:
         ElectLeadersHandler(svc),
         AlterPartitionReassignmentsHandler(svc),
         ListPartitionReassignmentsHandler(svc),
+        IncrementalAlterConfigsHandler(svc),
+        AlterConfigsHandler(svc),
     ]
 
 

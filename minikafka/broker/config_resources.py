@@ -1,0 +1,65 @@
+"""Where IncrementalAlterConfigs and AlterConfigs meet the broker: the resource a change names, the
+current overrides and the defaults it starts from, and applying the result (one narrow door for
+both handlers; the change itself is config_changes.py, pure).
+
+Topic resources are changed as Kafka changes them (persisted with the topic, in force at once).
+Broker resources: minikafka has no dynamic broker configs yet, so every broker change is refused
+as Kafka refuses a static one ("Cannot update these configs dynamically: [...]").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from minikafka.broker.config_changes import ConfigChangeError
+from minikafka.broker.services import BrokerServices
+from minikafka.config import TOPIC_CONFIGS, ConfigError, parse_topic_config, topic_config_type, topic_defaults
+from minikafka.protocol.errors import ErrorCode
+
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+
+
+def validate_topic_config(name: str, value: str | None) -> None:
+    if name not in TOPIC_CONFIGS:
+        raise ConfigChangeError(ErrorCode.invalid_config, f"Unknown topic config name: {name}")
+    if value is not None:
+        try:
+            parse_topic_config(name, value)
+        except ConfigError as exc:
+            raise ConfigChangeError(ErrorCode.invalid_config, str(exc)) from None
+
+
+def _render(v: Any) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def change_resource(svc: BrokerServices, resource_type: int, resource_name: str, names: list[str],
+                    compute: Callable[..., dict[str, str]], validate_only: bool) -> None:
+    """Apply `compute(current, type_of=..., effective=..., validate=...)` to one resource; raises
+    ConfigChangeError with Kafka's code and message."""
+    if resource_type == RESOURCE_TOPIC:
+        info = svc.logs.topics.get(resource_name)
+        if info is None:
+            raise ConfigChangeError(ErrorCode.unknown_topic_or_partition,
+                                    f"The topic '{resource_name}' does not exist.")
+        defaults = topic_defaults(svc.config)
+        new = compute(dict(info.configs), type_of=topic_config_type,
+                      effective=lambda n: _render(defaults.get(n)), validate=validate_topic_config)
+        if not validate_only:
+            try:
+                svc.logs.set_topic_configs(info.name, new)
+            except OSError as exc:
+                raise ConfigChangeError(ErrorCode.kafka_storage_error, f"Cannot persist the change: {exc}") from None
+        return
+    if resource_type == RESOURCE_BROKER:
+        if resource_name not in ("", str(svc.node_id)):
+            raise ConfigChangeError(ErrorCode.invalid_request, f"Unexpected broker id {resource_name}")
+        raise ConfigChangeError(ErrorCode.invalid_request,
+                                f"Cannot update these configs dynamically: [{', '.join(sorted(names))}]")
+    raise ConfigChangeError(ErrorCode.invalid_request, f"Unsupported resource type {resource_type}")
