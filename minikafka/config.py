@@ -346,6 +346,15 @@ TOPIC_CONFIG_TYPES: dict[str, str] = {
 CLEANUP_POLICIES = ("compact", "delete")
 
 
+def render_config_value(v: Any) -> str | None:
+    """A parsed config value as Kafka renders it in DescribeConfigs (booleans lower case)."""
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
 def topic_config_type(name: str) -> str:
     return TOPIC_CONFIG_TYPES.get(name, "LONG")
 

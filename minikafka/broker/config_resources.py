@@ -10,11 +10,16 @@ as Kafka refuses a static one ("Cannot update these configs dynamically: [...]")
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
 from minikafka.broker.config_changes import ConfigChangeError
 from minikafka.broker.services import BrokerServices
-from minikafka.config import TOPIC_CONFIGS, ConfigError, parse_topic_config, topic_config_type, topic_defaults
+from minikafka.config import (
+    TOPIC_CONFIGS,
+    ConfigError,
+    parse_topic_config,
+    render_config_value,
+    topic_config_type,
+    topic_defaults,
+)
 from minikafka.protocol.errors import ErrorCode
 
 RESOURCE_TOPIC = 2
@@ -31,14 +36,6 @@ def validate_topic_config(name: str, value: str | None) -> None:
             raise ConfigChangeError(ErrorCode.invalid_config, str(exc)) from None
 
 
-def _render(v: Any) -> str | None:
-    if v is None:
-        return None
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
-
-
 def change_resource(svc: BrokerServices, resource_type: int, resource_name: str, names: list[str],
                     compute: Callable[..., dict[str, str]], validate_only: bool) -> None:
     """Apply `compute(current, type_of=..., effective=..., validate=...)` to one resource; raises
@@ -50,7 +47,7 @@ def change_resource(svc: BrokerServices, resource_type: int, resource_name: str,
                                     f"The topic '{resource_name}' does not exist.")
         defaults = topic_defaults(svc.config)
         new = compute(dict(info.configs), type_of=topic_config_type,
-                      effective=lambda n: _render(defaults.get(n)), validate=validate_topic_config)
+                      effective=lambda n: render_config_value(defaults.get(n)), validate=validate_topic_config)
         if not validate_only:
             try:
                 svc.logs.set_topic_configs(info.name, new)

@@ -11,7 +11,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
-from minikafka.config import PROPS, TOPIC_CONFIGS, topic_defaults
+from minikafka.config import PROPS, TOPIC_CONFIGS, render_config_value, topic_defaults
 from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import ZERO_MS
@@ -35,14 +35,6 @@ class ConfigEntry(NamedTuple):
     synonyms: tuple[tuple[str, str | None, int], ...]
 
 
-def _render(v: Any) -> str | None:
-    if v is None:
-        return None
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
-
-
 def _type_of(v: Any) -> int:
     if isinstance(v, bool):
         return TYPE_BOOLEAN
@@ -62,9 +54,9 @@ def topic_config_entries(svc: BrokerServices, topic: str, overrides: Mapping[str
             value, source = overrides[name], SOURCE_TOPIC_CONFIG
             synonyms.append((name, value, SOURCE_TOPIC_CONFIG))
         else:
-            value, source = _render(defaults[name]), broker_source
+            value, source = render_config_value(defaults[name]), broker_source
         if broker_prop:
-            synonyms.append((broker_prop, _render(defaults[name]), broker_source))
+            synonyms.append((broker_prop, render_config_value(defaults[name]), broker_source))
         out.append(ConfigEntry(name, value, False, source, _type_of(defaults[name]), tuple(synonyms)))
     return out
 
@@ -75,8 +67,8 @@ def broker_config_entries(svc: BrokerServices) -> list[ConfigEntry]:
     for prop in PROPS:
         v = cfg[prop.name]
         source = SOURCE_STATIC_BROKER_CONFIG if prop.name in cfg.explicit else SOURCE_DEFAULT_CONFIG
-        out.append(ConfigEntry(prop.name, _render(v), True, source, _type_of(v),
-                               ((prop.name, _render(v), source),)))
+        out.append(ConfigEntry(prop.name, render_config_value(v), True, source, _type_of(v),
+                               ((prop.name, render_config_value(v), source),)))
     return out
 
 
