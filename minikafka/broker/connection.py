@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 import structlog
 
+from minikafka.broker.client_info import ClientInfo
 from minikafka.broker.dispatch import CloseConnection, HandlerRegistry, dispatch
 from minikafka.broker.request_memory import RequestMemoryPool
 from minikafka.protocol.errors import FramingError
@@ -47,6 +48,7 @@ class Connection:
         self.last_active_ms = monotonic_ms()
         self.busy = False  # a request is being handled (not idle, even if no bytes move)
         self.closing = False
+        self.client = ClientInfo()
 
     async def run(self) -> None:
         reserved = 0  # bytes of the request memory pool granted to the frame being read
@@ -73,7 +75,7 @@ class Connection:
                         self.busy = True
                         try:
                             response = await dispatch(self.registry, frame, self.conn_id, self.peer,
-                                                      self._now_ms())
+                                                      self._now_ms(), self.client)
                         except CloseConnection:
                             return
                         finally:

@@ -14,6 +14,7 @@ import structlog
 from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 
+from minikafka.broker.client_info import ClientInfo
 from minikafka.broker.context import RequestContext
 from minikafka.protocol import codec, versions
 from minikafka.protocol.errors import ErrorCode, FramingError, UnsupportedVersion
@@ -63,20 +64,21 @@ def unsupported_api_versions_response(correlation_id: int) -> bytes:
 
 
 async def dispatch(registry: HandlerRegistry, frame: bytes, conn_id: int, peer: str,
-                   now_ms: int) -> bytes | None:
+                   now_ms: int, client: ClientInfo | None = None) -> bytes | None:
     """Decode, handle, encode one request. Raises CloseConnection when Kafka would close."""
+    client = client if client is not None else ClientInfo()
     try:
         req = codec.decode_request(frame, registry.served)
     except UnsupportedVersion as exc:
         if exc.api_key == codec.API_VERSIONS_KEY:
-            return unsupported_api_versions_response(exc.correlation_id)
-        log.warning("unsupported_request", conn_id=conn_id, peer=peer, api=exc.api_key,
-                    api_version=exc.api_version)
+            return unsupported_api_versions_response(exc.correlation_id)  # KIP-511: negotiation
+        _warn_unsupported(registry, client, exc, conn_id, peer, codec.peek_client_id(frame))
         raise CloseConnection(str(exc)) from None
     except FramingError as exc:
         log.warning("malformed_request", conn_id=conn_id, peer=peer, reason=str(exc))
         raise CloseConnection(str(exc)) from None
 
+    client.saw_request(req.api_key, req.client_id, req.body)
     handler = registry[req.api_key]
     ctx = RequestContext(conn_id, peer, req.api_key, req.api_version, req.correlation_id,
                          req.client_id, now_ms)
@@ -95,6 +97,23 @@ async def dispatch(registry: HandlerRegistry, frame: bytes, conn_id: int, peer: 
         return None
     return codec.encode_response(req.api_key, req.api_version, req.correlation_id,
                                  versions.downgrade(response, req.api_version))
+
+
+def _warn_unsupported(registry: HandlerRegistry, client: ClientInfo, exc: UnsupportedVersion, conn_id: int,
+                      peer: str, client_id: str | None) -> None:
+    """One warning per connection, naming the client: users otherwise learn of it only from the
+    client's side (or not at all)."""
+    if client_id is not None:
+        client.client_id = client_id
+    if client.warned_unsupported:
+        return
+    client.warned_unsupported = True
+    served = registry.served.get(exc.api_key)
+    log.warning("unsupported_api", conn_id=conn_id, peer=peer, api=versions.api_name(exc.api_key),
+                api_key=exc.api_key, api_version=exc.api_version,
+                served=f"{served.min}-{served.max}" if served else "not served",
+                client_id=client.client_id, client_software_name=client.software_name,
+                client_software_version=client.software_version)
 
 
 def _error_response(handler: Handler, body: Any, code: ErrorCode) -> Any | None:

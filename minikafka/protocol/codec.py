@@ -86,6 +86,19 @@ def decode_request(frame: bytes, served: dict[int, versions.VersionRange]) -> De
     return DecodedRequest(api_key, api_version, correlation_id, client_id, body)
 
 
+def peek_client_id(frame: bytes) -> str | None:
+    """The client id of a request header (v1+: after api key, version and correlation id), or None
+    when it is absent or unreadable; for log lines about requests that are not decoded."""
+    try:
+        (n,) = _I16.unpack_from(frame, _PREFIX.size)
+        if n < 0:
+            return None
+        raw = frame[_PREFIX.size + 2:_PREFIX.size + 2 + n]
+        return raw.decode("utf-8", errors="replace") if len(raw) == n else None
+    except Exception:  # noqa: BLE001 - a short frame: nothing to say
+        return None
+
+
 # ---------------------------------------------------------------------------------------------
 # Length checks before decoding (KAFKA-14063). kio's native readers allocate an array's storage
 # from its declared length before reading any element, so a length of 2**32-2 aborts the whole

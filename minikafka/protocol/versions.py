@@ -76,6 +76,17 @@ SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
 })
 
 
+@functools.cache
+def api_name(api_key: int) -> str:
+    """Kafka's name of an API key ("Fetch"), or "api <key>" for one kio does not know."""
+    for version in range(0, 32):
+        try:
+            return str(_request_class(api_key, version).__name__).removesuffix("Request")
+        except Exception:  # noqa: BLE001 - kio raises various errors for unknown keys/versions
+            continue
+    return f"api {api_key}"
+
+
 def request_class(api_key: int, version: int) -> type[Any]:
     return _request_class(api_key, version)
 
