@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,3 +15,6 @@ class RequestContext:
     correlation_id: int
     client_id: str | None
     received_at_ms: int
+    # The body in the version the client sent, for the rare field the canonical (newest) shape
+    # no longer has (Metadata v8-10's include_cluster_authorized_operations).
+    sent: Any = None

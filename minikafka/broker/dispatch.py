@@ -81,7 +81,7 @@ async def dispatch(registry: HandlerRegistry, frame: bytes, conn_id: int, peer: 
     client.saw_request(req.api_key, req.client_id, req.body)
     handler = registry[req.api_key]
     ctx = RequestContext(conn_id, peer, req.api_key, req.api_version, req.correlation_id,
-                         req.client_id, now_ms)
+                         req.client_id, now_ms, req.body)
     body = versions.upgrade(req.body)
     try:
         response = await handler(ctx, body)

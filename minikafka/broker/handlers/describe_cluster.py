@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from minikafka.broker import authorized_operations
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.protocol import messages
@@ -28,4 +29,6 @@ class DescribeClusterHandler:
             controller_id=self.svc.node_id, endpoint_type=req.endpoint_type,
             brokers=(messages.DescribeClusterBroker(broker_id=self.svc.node_id, host=cfg.advertised_host,
                                            port=cfg.advertised_port, rack=None),),
+            cluster_authorized_operations=authorized_operations.answer(
+                bool(req.include_cluster_authorized_operations), authorized_operations.CLUSTER),
         )

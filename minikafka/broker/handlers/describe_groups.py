@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from minikafka.broker import authorized_operations
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.coordinator.group.coordinator import GroupCoordinator
@@ -17,7 +18,6 @@ from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import ZERO_MS
 
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,9 +27,11 @@ class DescribeGroupsHandler:
     groups: GroupCoordinator
 
     async def __call__(self, ctx: RequestContext, req: Any) -> messages.DescribeGroupsResponse:
-        return messages.DescribeGroupsResponse(throttle_time=ZERO_MS, groups=tuple(self._describe(g) for g in req.groups))
+        return messages.DescribeGroupsResponse(throttle_time=ZERO_MS, groups=tuple(
+            self._describe(g, bool(req.include_authorized_operations)) for g in req.groups))
 
-    def _describe(self, group_id: str) -> messages.DescribedGroup:
+    def _describe(self, group_id: str, asked_for_operations: bool) -> messages.DescribedGroup:
+        ops = authorized_operations.answer(asked_for_operations, authorized_operations.GROUP)
         if not group_id:
             return messages.DescribedGroup(error_code=ErrorCode.invalid_group_id, group_id=group_id, group_state="",
                                   protocol_type="", protocol_data="", members=())
@@ -37,7 +39,7 @@ class DescribeGroupsHandler:
         if g is None:
             return messages.DescribedGroup(error_code=ErrorCode.none, group_id=group_id, group_state=GroupState.DEAD.value,
                                   protocol_type="", protocol_data="", members=(),
-                                  authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+                                  authorized_operations=ops)
         stable = g.state is GroupState.STABLE
         members = tuple(
             messages.DescribedGroupMember(member_id=m.member_id, group_instance_id=m.group_instance_id,
@@ -48,4 +50,4 @@ class DescribeGroupsHandler:
         return messages.DescribedGroup(error_code=ErrorCode.none, group_id=group_id, group_state=g.state.value,
                               protocol_type=g.protocol_type or "",
                               protocol_data=(g.protocol_name or "") if stable else "", members=members,
-                              authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+                              authorized_operations=ops)

@@ -7,13 +7,16 @@ topic). Topic ids are real (persisted in partition.metadata); leader epoch is al
 
 from __future__ import annotations
 
+import dataclasses
+
 import uuid
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from minikafka.broker import authorized_operations
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
-from minikafka.protocol import messages
+from minikafka.protocol import messages, versions
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import ZERO_MS
 from minikafka.storage.log_manager import TopicError, TopicInfo, validate_topic_name
@@ -54,14 +57,20 @@ class MetadataHandler:
                 if info is None:
                     topics.append(_topic_error(name, ErrorCode.unknown_topic_or_partition))
                 else:
-                    topics.append(self._topic(info))
+                    topics.append(self._topic(info, bool(req.include_topic_authorized_operations)))
         cfg = self.svc.config
         broker = messages.MetadataResponseBroker(node_id=self.svc.node_id, host=cfg.advertised_host,
                                         port=cfg.advertised_port, rack=None)
-        return messages.MetadataResponse(throttle_time=ZERO_MS, brokers=(broker,), cluster_id=self.svc.cluster_id,
-                                controller_id=self.svc.node_id, topics=tuple(topics))
+        response = messages.MetadataResponse(throttle_time=ZERO_MS, brokers=(broker,), cluster_id=self.svc.cluster_id,
+                                             controller_id=self.svc.node_id, topics=tuple(topics))
+        if getattr(ctx.sent, "include_cluster_authorized_operations", False):
+            # v8-10 only (the field left Metadata in v11): answered in the client's version's shape,
+            # which the dispatcher passes through unchanged.
+            return dataclasses.replace(versions.downgrade(response, ctx.api_version),
+                                       cluster_authorized_operations=authorized_operations.CLUSTER)
+        return response
 
-    def _topic(self, info: TopicInfo) -> messages.MetadataResponseTopic:
+    def _topic(self, info: TopicInfo, asked_for_operations: bool) -> messages.MetadataResponseTopic:
         node = self.svc.node_id
         parts = tuple(
             messages.MetadataResponsePartition(error_code=ErrorCode.none, partition_index=p, leader_id=node,
@@ -70,7 +79,9 @@ class MetadataHandler:
             for p in range(info.partitions)
         )
         return messages.MetadataResponseTopic(error_code=ErrorCode.none, name=info.name, topic_id=info.topic_id,
-                                     is_internal=info.internal, partitions=parts)
+                                     is_internal=info.internal, partitions=parts,
+                                     topic_authorized_operations=authorized_operations.answer(
+                                         asked_for_operations, authorized_operations.TOPIC))
 
 
 def _topic_error(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_UUID) -> messages.MetadataResponseTopic:
