@@ -37,7 +37,7 @@ SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
     2: VersionRange(1, 7),     # ListOffsets
     3: VersionRange(0, 12),    # Metadata
     8: VersionRange(2, 9),     # OffsetCommit
-    9: VersionRange(1, 7),     # OffsetFetch
+    9: VersionRange(1, 9),     # OffsetFetch; v10 names topics by id
     10: VersionRange(0, 4),    # FindCoordinator
     11: VersionRange(2, 9),    # JoinGroup
     12: VersionRange(0, 4),    # Heartbeat
@@ -155,8 +155,20 @@ def _leave_group_single_member(old: Any, new: Any) -> Any:
     return dataclasses.replace(new, members=(identity(member_id=member_id, group_instance_id=None),))
 
 
+def _offset_fetch_single_group(old: Any, new: Any) -> Any:
+    # OffsetFetch v0-7 ask for one `group_id`; v8+ (KIP-709) for a batch of `groups`.
+    group_id = getattr(old, "group_id", None)
+    if group_id is None:
+        return new
+    group_cls = _nested(type(new), "groups")
+    topic_cls = _nested(group_cls, "topics")
+    topics = None if old.topics is None else tuple(convert(t, topic_cls) for t in old.topics)
+    return dataclasses.replace(new, groups=(group_cls(group_id=group_id, topics=topics),))
+
+
 # Requests whose older versions carry data under another field name than the canonical shape.
 REQUEST_FIXUPS: dict[int, Callable[[Any, Any], Any]] = {
+    9: _offset_fetch_single_group,
     10: _find_coordinator_single_key,
     13: _leave_group_single_member,
     20: _delete_topics_by_name,
@@ -182,8 +194,30 @@ def _leave_group_top_level(canonical: Any, old: Any) -> Any:
     return old
 
 
+def _offset_fetch_top_level(canonical: Any, old: Any) -> Any:
+    # OffsetFetch v0-7 answer one group in top-level fields; v8+ a `groups` list. v0-1 have no
+    # top-level error code: a group error goes on every partition, as Kafka does.
+    names = {f.name for f in dataclasses.fields(old)}
+    if "groups" in names or not canonical.groups:
+        return old
+    group = canonical.groups[0]
+    topic_cls = _nested(type(old), "topics")
+    part_cls = _nested(topic_cls, "partitions")
+    topics = []
+    for t in group.topics:
+        parts = tuple(convert(p, part_cls) for p in t.partitions)
+        if "error_code" not in names and group.error_code:
+            parts = tuple(dataclasses.replace(p, error_code=group.error_code) for p in parts)
+        topics.append(topic_cls(name=t.name, partitions=parts))
+    changes: dict[str, Any] = {"topics": tuple(topics)}
+    if "error_code" in names:
+        changes["error_code"] = group.error_code
+    return dataclasses.replace(old, **changes)
+
+
 # Responses whose older versions carry data under another field name: (canonical, downgraded) -> fixed.
 RESPONSE_FIXUPS: dict[int, Callable[[Any, Any], Any]] = {
+    9: _offset_fetch_top_level,
     10: _find_coordinator_top_level,
     13: _leave_group_top_level,
 }

@@ -2,7 +2,8 @@
 
 Kafka: KafkaApis.handleOffsetFetchRequest, OffsetMetadataManager.fetchOffsets / fetchAllOffsets.
 A null topic list (v2+) means every partition with an offset. With require_stable (v7, KIP-447)
-partitions with pending transactional offsets answer UNSTABLE_OFFSET_COMMIT.
+partitions with pending transactional offsets answer UNSTABLE_OFFSET_COMMIT. v8+ (KIP-709) ask for
+several groups at once; older versions are one group (protocol/versions.py converts both ways).
 """
 
 from __future__ import annotations
@@ -25,15 +26,21 @@ class OffsetFetchHandler:
     groups: GroupCoordinator
 
     async def __call__(self, ctx: RequestContext, req: Any) -> messages.OffsetFetchResponse:
-        if not req.group_id:
-            return messages.OffsetFetchResponse(throttle_time=ZERO_MS, topics=(), error_code=ErrorCode.invalid_group_id)
-        wanted = None if req.topics is None else [
-            TopicPartition(t.name, p) for t in req.topics for p in t.partition_indexes]
-        fetched = self.groups.fetch_offsets(req.group_id, wanted, req.require_stable)
+        return messages.OffsetFetchResponse(throttle_time=ZERO_MS, groups=tuple(
+            self._group(g, bool(req.require_stable)) for g in req.groups))
+
+    def _group(self, g: Any, require_stable: bool) -> messages.OffsetFetchResponseGroup:
+        # member_id / member_epoch (v9, KIP-848) are checked only for consumer-protocol groups;
+        # a classic group ignores them, as Kafka's ClassicGroup.validateOffsetFetch does.
+        if not g.group_id:
+            return messages.OffsetFetchResponseGroup(group_id=g.group_id, topics=(), error_code=ErrorCode.invalid_group_id)
+        wanted = None if g.topics is None else [
+            TopicPartition(t.name, p) for t in g.topics for p in t.partition_indexes]
+        fetched = self.groups.fetch_offsets(g.group_id, wanted, require_stable)
         by_topic: dict[str, list[messages.OffsetFetchResponsePartition]] = {}
         for f in fetched:
             by_topic.setdefault(f.tp.topic, []).append(messages.OffsetFetchResponsePartition(
                 partition_index=f.tp.partition, committed_offset=f.offset, committed_leader_epoch=f.leader_epoch,
                 metadata=f.metadata, error_code=f.error))
-        return messages.OffsetFetchResponse(throttle_time=ZERO_MS, error_code=ErrorCode.none, topics=tuple(
+        return messages.OffsetFetchResponseGroup(group_id=g.group_id, error_code=ErrorCode.none, topics=tuple(
             messages.OffsetFetchResponseTopic(name=name, partitions=tuple(parts)) for name, parts in by_topic.items()))
