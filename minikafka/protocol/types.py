@@ -24,6 +24,9 @@ class IsolationLevel(enum.IntEnum):
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4  # ListOffsets v8+ (KIP-1005): the first offset on local disk
+LATEST_TIERED_TIMESTAMP = -5  # v9+: the last offset in tiered storage
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6  # v11+: the first offset not yet uploaded to tiered storage
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1

@@ -34,7 +34,7 @@ class VersionRange(NamedTuple):
 SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
     0: VersionRange(3, 11),    # Produce; 12+ implies transactions v2
     1: VersionRange(4, 12),    # Fetch; v13+ names topics by id only
-    2: VersionRange(1, 7),     # ListOffsets
+    2: VersionRange(1, 11),    # ListOffsets
     3: VersionRange(0, 12),    # Metadata
     8: VersionRange(2, 9),     # OffsetCommit
     9: VersionRange(1, 9),     # OffsetFetch; v10 names topics by id
