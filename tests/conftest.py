@@ -14,6 +14,7 @@ The Kafka broker is shared by the session: tests must use their own topic and gr
 from __future__ import annotations
 
 import gc
+import threading
 import os
 import sys
 from collections.abc import Iterator
@@ -80,6 +81,26 @@ def _is_open(client: Any) -> bool:
     return True
 
 
+def _close_within(client: Any, seconds: float) -> None:
+    """Best-effort close that cannot hang the session: a producer left mid-transaction by a
+    failed test closes by aborting it, which waits for a coordinator that may be gone."""
+    if hasattr(client, "purge"):
+        try:
+            client.purge(in_queue=True, in_flight=True, blocking=False)
+        except Exception:  # noqa: BLE001 - closing is best effort; the failure below says why
+            pass
+
+    def close() -> None:
+        try:
+            client.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    t = threading.Thread(target=close, daemon=True, name="leaked-client-close")
+    t.start()
+    t.join(seconds)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
     if item.get_closest_marker("unit") is None:  # unit tests make no clients: skip the heap walk
@@ -105,10 +126,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     before = item._clients_before
     leaked = [c for c in _live_clients() if id(c) not in before and _is_open(c)]
     for c in leaked:
-        try:
-            c.close()
-        except Exception:  # noqa: BLE001 - closing is best effort here; the failure below says why
-            pass
+        _close_within(c, 5.0)
     if leaked:
         names = ", ".join(sorted(type(c).__name__ for c in leaked))
         pytest.fail(f"the test left {len(leaked)} client(s) open: {names}; close them (Consumer.close(), "

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import pytest
 from clients import consumer, create_topic, uniq
-from confluent_kafka import ConsumerGroupTopicPartitions, TopicCollection  # noqa: F401
+from confluent_kafka import TopicCollection
 from confluent_kafka.admin import AclOperation, AdminClient
+from kio.schema.metadata.v12.request import MetadataRequest
+from rawclient import RawClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -29,6 +31,11 @@ def test_topic_cluster_and_group_operations(kafka_broker) -> None:
     assert set(asked.authorized_operations) == TOPIC_OPS
     not_asked = admin.describe_topics(TopicCollection([topic]))[topic].result(30)
     assert not not_asked.authorized_operations
+    # All topics (a null topic list) the same way, over the raw protocol.
+    with RawClient(*_host_port(kafka_broker.bootstrap)) as raw:
+        md = raw.request(MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                         include_topic_authorized_operations=True), 12)
+    assert {t.name: t.topic_authorized_operations for t in md.topics}[topic] == 3576
     cluster = admin.describe_cluster(include_authorized_operations=True).result(30)
     assert set(cluster.authorized_operations) == CLUSTER_OPS
     assert not admin.describe_cluster().result(30).authorized_operations
@@ -46,3 +53,8 @@ def test_topic_cluster_and_group_operations(kafka_broker) -> None:
         assert not plain.authorized_operations
     finally:
         c.close()
+
+
+def _host_port(bootstrap: str) -> tuple[str, int]:
+    host, port = bootstrap.rsplit(":", 1)
+    return host, int(port)

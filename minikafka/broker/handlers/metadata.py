@@ -33,7 +33,8 @@ class MetadataHandler:
         logs = self.svc.logs
         topics: list[messages.MetadataResponseTopic] = []
         if req.topics is None or (ctx.api_version == 0 and not req.topics):
-            topics = [self._topic(info) for info in sorted(logs.topics.values(), key=lambda i: i.name)]
+            asked = bool(req.include_topic_authorized_operations)
+            topics = [self._topic(info, asked) for info in sorted(logs.topics.values(), key=lambda i: i.name)]
         else:
             for t in req.topics:
                 name = t.name
