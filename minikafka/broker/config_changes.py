@@ -12,6 +12,7 @@ Kafka: ConfigAdminManager / ControllerConfigurationValidator / ConfigurationCont
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import NamedTuple
 
 from minikafka.protocol.errors import ErrorCode
 
@@ -23,6 +24,14 @@ class ConfigChangeError(Exception):
     def __init__(self, error_code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.error_code = error_code
+
+
+class Rules(NamedTuple):
+    """What a change needs to know about a resource's configs."""
+
+    type_of: Callable[[str], str]  # Kafka's config type ("LIST", "LONG", ...)
+    effective: Callable[[str], str | None]  # the value in force without an override
+    validate: Callable[[str, str | None], None]  # raises ConfigChangeError; None: the name only
 
 
 def _no_duplicates(names: Iterable[str]) -> None:
@@ -37,11 +46,9 @@ def _items(value: str | None) -> list[str]:
     return [x.strip() for x in (value or "").split(",") if x.strip()]
 
 
-def incremental(current: Mapping[str, str], ops: Iterable[tuple[str, int, str | None]], *,
-                type_of: Callable[[str], str], effective: Callable[[str], str | None],
-                validate: Callable[[str, str], None]) -> dict[str, str]:
-    """The overrides after `ops` (name, operation, value). `type_of` gives Kafka's config type,
-    `effective` the value in force without an override, `validate` raises ConfigChangeError."""
+def incremental(current: Mapping[str, str], ops: Iterable[tuple[str, int, str | None]],
+                rules: Rules) -> dict[str, str]:
+    """The overrides after `ops` (name, operation, value)."""
     ops = list(ops)
     _no_duplicates(name for name, _, _ in ops)
     out = dict(current)
@@ -49,27 +56,27 @@ def incremental(current: Mapping[str, str], ops: Iterable[tuple[str, int, str | 
         if op == SET:
             if value is None:
                 raise ConfigChangeError(ErrorCode.invalid_request, f"Null value not supported for : {name}")
-            validate(name, value)
+            rules.validate(name, value)
             out[name] = value
         elif op == DELETE:
-            validate(name, None)  # the name must be known even to delete it
+            rules.validate(name, None)  # the name must be known even to delete it
             out.pop(name, None)
         elif op in (APPEND, SUBTRACT):
-            if type_of(name) != "LIST":
+            if rules.type_of(name) != "LIST":
                 raise ConfigChangeError(ErrorCode.invalid_config,
                                         f"Can't {_OP_NAMES[op]} to key {name} because its type is not LIST.")
-            base = _items(out[name] if name in out else effective(name))
+            base = _items(out[name] if name in out else rules.effective(name))
             given = _items(value)
             items = base + [x for x in given if x not in base] if op == APPEND else [x for x in base if x not in given]
             joined = ",".join(items)
-            validate(name, joined)
+            rules.validate(name, joined)
             out[name] = joined
         else:
             raise ConfigChangeError(ErrorCode.invalid_request, f"Unknown operation type {op}")
     return out
 
 
-def replace(configs: Iterable[tuple[str, str | None]], *, validate: Callable[[str, str], None]) -> dict[str, str]:
+def replace(configs: Iterable[tuple[str, str | None]], rules: Rules) -> dict[str, str]:
     """AlterConfigs: the new overrides are exactly the ones sent (a null value is left out)."""
     configs = list(configs)
     _no_duplicates(name for name, _ in configs)
@@ -77,6 +84,6 @@ def replace(configs: Iterable[tuple[str, str | None]], *, validate: Callable[[st
     for name, value in configs:
         if value is None:
             continue
-        validate(name, value)
+        rules.validate(name, value)
         out[name] = value
     return out

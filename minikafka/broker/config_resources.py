@@ -9,8 +9,10 @@ as Kafka refuses a static one ("Cannot update these configs dynamically: [...]")
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from minikafka.broker.config_changes import ConfigChangeError
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from minikafka.broker.config_changes import ConfigChangeError, Rules
 from minikafka.broker.services import BrokerServices
 from minikafka.config import (
     TOPIC_CONFIGS,
@@ -22,7 +24,7 @@ from minikafka.config import (
 )
 from minikafka.protocol.errors import ErrorCode
 
-RESOURCE_TOPIC = 2
+RESOURCE_TOPIC = 2  # Kafka's ConfigResource.Type codes, shared with DescribeConfigs
 RESOURCE_BROKER = 4
 
 
@@ -36,18 +38,36 @@ def validate_topic_config(name: str, value: str | None) -> None:
             raise ConfigChangeError(ErrorCode.invalid_config, str(exc)) from None
 
 
-def change_resource(svc: BrokerServices, resource_type: int, resource_name: str, names: list[str],
-                    compute: Callable[..., dict[str, str]], validate_only: bool) -> None:
-    """Apply `compute(current, type_of=..., effective=..., validate=...)` to one resource; raises
-    ConfigChangeError with Kafka's code and message."""
+# One resource's change: the config names it touches and the new overrides from the current ones.
+Change = tuple[list[str], Callable[[dict[str, str], Rules], dict[str, str]]]
+
+
+def alter_resources(svc: BrokerServices, resources: Iterable[Any], validate_only: bool,
+                    change_of: Callable[[Any], Change]) -> list[tuple[Any, ErrorCode, str | None]]:
+    """(resource, error code, error message) per resource of an IncrementalAlterConfigs or
+    AlterConfigs request; each resource is changed all or nothing."""
+    out = []
+    for r in resources:
+        names, compute = change_of(r)
+        try:
+            _change_resource(svc, int(r.resource_type), r.resource_name, names, compute, validate_only)
+            out.append((r, ErrorCode.none, None))
+        except ConfigChangeError as exc:
+            out.append((r, exc.error_code, str(exc)))
+    return out
+
+
+def _change_resource(svc: BrokerServices, resource_type: int, resource_name: str, names: list[str],
+                     compute: Callable[[dict[str, str], Rules], dict[str, str]], validate_only: bool) -> None:
     if resource_type == RESOURCE_TOPIC:
         info = svc.logs.topics.get(resource_name)
         if info is None:
             raise ConfigChangeError(ErrorCode.unknown_topic_or_partition,
                                     f"The topic '{resource_name}' does not exist.")
         defaults = topic_defaults(svc.config)
-        new = compute(dict(info.configs), type_of=topic_config_type,
-                      effective=lambda n: render_config_value(defaults.get(n)), validate=validate_topic_config)
+        rules = Rules(type_of=topic_config_type, effective=lambda n: render_config_value(defaults.get(n)),
+                      validate=validate_topic_config)
+        new = compute(dict(info.configs), rules)
         if not validate_only:
             try:
                 svc.logs.set_topic_configs(info.name, new)

@@ -9,15 +9,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
+from minikafka.broker.config_resources import RESOURCE_BROKER, RESOURCE_TOPIC
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.config import PROPS, TOPIC_CONFIGS, render_config_value, topic_defaults
 from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import ZERO_MS
-
-RESOURCE_TOPIC = 2
-RESOURCE_BROKER = 4
 
 SOURCE_TOPIC_CONFIG = 1
 SOURCE_STATIC_BROKER_CONFIG = 4

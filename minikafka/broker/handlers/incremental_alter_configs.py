@@ -5,17 +5,14 @@ broker/config_changes.py; which resources can change and how, broker/config_reso
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from minikafka.broker import config_changes
-from minikafka.broker.config_changes import ConfigChangeError
-from minikafka.broker.config_resources import change_resource
+from minikafka.broker.config_resources import Change, alter_resources
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.protocol import messages
-from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import ZERO_MS
 
 
@@ -25,20 +22,14 @@ class IncrementalAlterConfigsHandler:
     svc: BrokerServices
 
     async def __call__(self, ctx: RequestContext, req: Any) -> messages.IncrementalAlterConfigsResponse:
-        responses = []
-        for r in req.resources:
-            ops = [(c.name, int(c.config_operation), c.value) for c in r.configs]
-            code, message = ErrorCode.none, None
-            try:
-                change_resource(self.svc, int(r.resource_type), r.resource_name, [n for n, _, _ in ops],
-                                functools.partial(_incremental, ops=ops), req.validate_only)
-            except ConfigChangeError as exc:
-                code, message = exc.error_code, str(exc)
-            responses.append(messages.IncrementalAlterConfigsResourceResponse(
-                error_code=code, error_message=message, resource_type=r.resource_type,
-                resource_name=r.resource_name))
-        return messages.IncrementalAlterConfigsResponse(throttle_time=ZERO_MS, responses=tuple(responses))
+        results = alter_resources(self.svc, req.resources, req.validate_only, _change)
+        return messages.IncrementalAlterConfigsResponse(throttle_time=ZERO_MS, responses=tuple(
+            messages.IncrementalAlterConfigsResourceResponse(error_code=code, error_message=message,
+                                                             resource_type=r.resource_type,
+                                                             resource_name=r.resource_name)
+            for r, code, message in results))
 
 
-def _incremental(current: dict[str, str], *, ops: list[tuple[str, int, str | None]], **rules: Any) -> dict[str, str]:
-    return config_changes.incremental(current, ops, **rules)
+def _change(resource: Any) -> Change:
+    ops = [(c.name, int(c.config_operation), c.value) for c in resource.configs]
+    return [name for name, _, _ in ops], lambda current, rules: config_changes.incremental(current, ops, rules)
