@@ -184,7 +184,7 @@ class LogSegment:
                 self.index.append(last_offset, position)
                 self.time_index.maybe_append(max_ts, max_off)
         except OSError:
-            self._cut_back(position, last_offset)
+            self._cut_back(position)
             raise
         self.size += n
         if self.rolling_base_ms is None:
@@ -196,7 +196,7 @@ class LogSegment:
         self.next_offset = last_offset + 1
         return position
 
-    def _cut_back(self, position: int, last_offset: int) -> None:
+    def _cut_back(self, position: int) -> None:
         """Undo a failed append (shrinking a file needs no space)."""
         try:
             os.ftruncate(self.fd, position)

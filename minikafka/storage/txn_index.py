@@ -9,14 +9,14 @@ The file exists only once an entry is written (Kafka does not preallocate it).
 
 from __future__ import annotations
 
-import errno
 import os
 import struct
 from pathlib import Path
-
-from minikafka.storage.offset_index import APPEND_FLAGS
-from minikafka.storage.open_files import SHARED, OpenFiles
 from typing import NamedTuple
+
+from minikafka.storage import files
+from minikafka.storage.offset_index import APPEND_FLAGS, write_entry
+from minikafka.storage.open_files import SHARED, OpenFiles
 
 ENTRY = struct.Struct(">hqqqq")
 
@@ -71,25 +71,15 @@ class TransactionIndex:
             if self.dirty:
                 self._rewrite()
                 return
-            entry = ENTRY.pack(0, *txn)
             self._unsynced = True
-            if os.write(self._files.fd(self._key, APPEND_FLAGS), entry) != len(entry):
-                raise OSError(errno.ENOSPC, f"short write to {self.path}")
+            write_entry(self._files.fd(self._key, APPEND_FLAGS), ENTRY.pack(0, *txn),
+                        (len(self.entries) - 1) * ENTRY.size)
         except OSError:
             self.dirty = True
 
     def _rewrite(self) -> None:
         self.close()
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        try:
-            with open(tmp, "wb") as f:
-                f.write(b"".join(ENTRY.pack(0, *e) for e in self.entries))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except OSError:
-            tmp.unlink(missing_ok=True)
-            raise
+        files.atomic_write(self.path, b"".join(ENTRY.pack(0, *e) for e in self.entries))
         self.dirty = False
 
     def collect(self, fetch_offset: int, upper_bound: int) -> tuple[list[AbortedTxn], bool]:

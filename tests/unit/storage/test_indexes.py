@@ -1,4 +1,4 @@
-"""OffsetIndex and TimeIndex on real files: append, lookup, truncate, load and its sanity check."""
+"""OffsetIndex, TimeIndex and TransactionIndex on real files: append, lookup, truncate, load and its sanity check."""
 
 from __future__ import annotations
 
@@ -209,3 +209,31 @@ def test_time_index_is_full(tmp_path):
     ti.maybe_append(2, BASE + 2)
     assert ti.is_full
     ti.close()
+
+
+def test_txn_index_keeps_an_entry_the_disk_refused_and_writes_it_later(tmp_path, monkeypatch):
+    """Memory first: a refused write leaves the entry in memory (reads must hide the aborted
+    records) and the index dirty; the next append or flush writes the file whole again."""
+    from minikafka.storage import txn_index
+    from minikafka.storage.txn_index import AbortedTxn, TransactionIndex
+
+    path = tmp_path / "00000000000000000000.txnindex"
+    idx = TransactionIndex(path)
+    idx.append(AbortedTxn(1, 0, 5, 6))
+    real = txn_index.write_entry
+
+    def disk_full(*_args):  # type: ignore[no-untyped-def]
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(txn_index, "write_entry", disk_full)
+    idx.append(AbortedTxn(2, 7, 9, 10))
+    assert idx.dirty and [e.producer_id for e in idx.entries] == [1, 2]
+    assert path.stat().st_size == txn_index.ENTRY.size  # only the first entry reached the file
+    monkeypatch.setattr(txn_index, "write_entry", real)
+    idx.append(AbortedTxn(3, 11, 12, 13))
+    assert not idx.dirty
+    idx.close()
+    again = TransactionIndex(path)
+    assert again.load()
+    assert [e.producer_id for e in again.entries] == [1, 2, 3]
+    assert not list(tmp_path.glob("*.tmp"))
