@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from minikafka import __version__
-from minikafka.config import ConfigError, load
+from minikafka.config import BrokerConfig, ConfigError, load
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -88,17 +88,16 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _describe_os_error(exc: OSError, config: object) -> str:
+def _describe_os_error(exc: OSError, config: BrokerConfig) -> str:
     import errno
 
-    host, port = getattr(config, "host", "?"), getattr(config, "port", "?")
     if exc.errno == errno.EADDRINUSE:
-        return f"{host}:{port} is already in use (another broker? choose another --port)"
+        return f"{config.host}:{config.port} is already in use (another broker? choose another --port)"
     if exc.errno == errno.EADDRNOTAVAIL:
-        return f"{host} is not an address of this machine (--host)"
+        return f"{config.host} is not an address of this machine (--host)"
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         where = f" {exc.filename}" if exc.filename else ""
-        return f"permission denied{where} (data directory {getattr(config, 'data_dir', '?')}): {exc.strerror}"
+        return f"permission denied{where} (data directory {config.data_dir}): {exc.strerror}"
     return str(exc)
 
 

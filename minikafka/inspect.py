@@ -655,7 +655,7 @@ def run(args: argparse.Namespace) -> int:
     except InspectError as exc:
         print(f"minikafka inspect: {exc}", file=sys.stderr)
         return 1
-    if not getattr(args, "internal", False) and not args.topic:
+    if not args.internal and not args.topic:
         report = replace(report, partitions=tuple(
             p for p in report.partitions if not p.topic.startswith("__")))
     try:

@@ -64,9 +64,8 @@ def unsupported_api_versions_response(correlation_id: int) -> bytes:
 
 
 async def dispatch(registry: HandlerRegistry, frame: bytes, conn_id: int, peer: str,
-                   now_ms: int, client: ClientInfo | None = None) -> bytes | None:
+                   now_ms: int, client: ClientInfo) -> bytes | None:
     """Decode, handle, encode one request. Raises CloseConnection when Kafka would close."""
-    client = client if client is not None else ClientInfo()
     try:
         req = codec.decode_request(frame, registry.served)
     except UnsupportedVersion as exc:

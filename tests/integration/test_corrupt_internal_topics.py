@@ -14,7 +14,7 @@ import os
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from rawclient import RawClient, describe_transaction
 
 from minikafka.coordinator.group import offsets_log
@@ -62,16 +62,22 @@ def _commit(bootstrap: str, group: str, offset: int) -> None:
 
 
 def _read_committed(bootstrap: str, expect: int) -> list[bytes]:
+    """Every committed value of the partition: read until its end (the LSO) once at least `expect`
+    values came, so a value too many is seen too."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", "enable.auto.commit": False,
-                  "isolation.level": "read_committed"})
+                  "isolation.level": "read_committed", "enable.partition.eof": True})
     try:
         c.assign([TopicPartition(TOPIC, 0, 0)])
         out: list[bytes] = []
+        at_end = False
         deadline = time.monotonic() + 30
-        while len(out) < expect and time.monotonic() < deadline:
-            out += [m.value() for m in c.consume(100, timeout=0.5) if m.error() is None]
-        time.sleep(0.5)
-        out += [m.value() for m in c.consume(100, timeout=0.5) if m.error() is None]
+        while not (at_end and len(out) >= expect) and time.monotonic() < deadline:
+            for m in c.consume(100, timeout=0.5):
+                if m.error() is None:
+                    out.append(m.value())
+                    at_end = False
+                elif m.error().code() == KafkaError._PARTITION_EOF:
+                    at_end = True
         return out
     finally:
         c.close()

@@ -49,17 +49,19 @@ def _consumer(bootstrap: str) -> Consumer:
 
 
 def _seek_while_query_fails(proxy: FaultProxy, c: Consumer, start: TopicPartition) -> list[int]:
-    """Assign at `start`, seek to SEEK_TO while any ListOffsets is unanswered, drop the connections,
-    then return the offsets delivered over the next three seconds."""
+    """Assign at `start`, seek to SEEK_TO while any ListOffsets is unanswered, drop the connections
+    once records from SEEK_TO arrive, then return every offset delivered, up to three seconds after."""
     rule = proxy.drop_response(LIST_OFFSETS, limit=1)
     c.assign([start])
     deadline = time.monotonic() + 5
     while start.offset == OFFSET_BEGINNING and rule.fired == 0 and time.monotonic() < deadline:
         c.poll(0.01)  # the BEGINNING query is on its way (its answer will never come)
     c.seek(TopicPartition("pitfall", 0, SEEK_TO))
-    time.sleep(0.1)  # the seek is applied: the partition fetches at SEEK_TO
-    proxy.close_connections()  # the query in flight fails: librdkafka arms its retry
     seen: list[int] = []
+    deadline = time.monotonic() + 5
+    while not seen and time.monotonic() < deadline:  # the seek is applied once SEEK_TO arrives
+        seen += [m.offset() for m in c.consume(100, timeout=0.05) if m.error() is None]
+    proxy.close_connections()  # the query in flight fails: librdkafka arms its retry
     end = time.monotonic() + 3  # the stale retry fires 500 ms after the failure
     while time.monotonic() < end:
         seen += [m.offset() for m in c.consume(100, timeout=0.2) if m.error() is None]
