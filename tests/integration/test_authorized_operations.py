@@ -32,7 +32,7 @@ def test_topic_cluster_and_group_operations(kafka_broker) -> None:
     not_asked = admin.describe_topics(TopicCollection([topic]))[topic].result(30)
     assert not not_asked.authorized_operations
     # All topics (a null topic list) the same way, over the raw protocol.
-    with RawClient(*_host_port(kafka_broker.bootstrap)) as raw:
+    with RawClient.connect(kafka_broker.bootstrap) as raw:
         md = raw.request(MetadataRequest(topics=None, allow_auto_topic_creation=False,
                                          include_topic_authorized_operations=True), 12)
     assert {t.name: t.topic_authorized_operations for t in md.topics}[topic] == 3576
@@ -53,8 +53,3 @@ def test_topic_cluster_and_group_operations(kafka_broker) -> None:
         assert not plain.authorized_operations
     finally:
         c.close()
-
-
-def _host_port(bootstrap: str) -> tuple[str, int]:
-    host, port = bootstrap.rsplit(":", 1)
-    return host, int(port)

@@ -34,7 +34,6 @@ def test_special_timestamps_by_version(kafka_broker) -> None:
     create_topic(kafka_broker.bootstrap, topic, 1)
     produce_all(producer(kafka_broker.bootstrap),
                 topic, [{"value": b"x", "partition": 0, "timestamp": 1000 + i} for i in range(10)])
-    host, port = kafka_broker.bootstrap.rsplit(":", 1)
     got, want = {}, {}
     for version in (7, 8, 9, 10, 11):
         m = importlib.import_module(f"kio.schema.list_offsets.v{version}.request")
@@ -44,7 +43,7 @@ def test_special_timestamps_by_version(kafka_broker) -> None:
                     partition_index=i32(0), current_leader_epoch=i32(-1), timestamp=i64(ts)),)),)}
             if version >= 10:
                 body["timeout"] = ms(5000)
-            with RawClient(host, int(port)) as c:
+            with RawClient.connect(kafka_broker.bootstrap) as c:
                 p = c.request(m.ListOffsetsRequest(**body), version).topics[0].partitions[0]
             got[(version, ts)] = (int(p.error_code), p.offset, p.timestamp, p.leader_epoch)
             want[(version, ts)] = _expected(version, ts)

@@ -59,10 +59,8 @@ def test_second_broker_on_the_same_data_dir_is_refused(tmp_path):
         acked = _produce(first.bootstrap, "locked", 100, "first")
         assert acked == list(range(100))
         second_port = BrokerProcess(tmp_path / "unused").port
-        t0 = time.monotonic()
-        refused = _serve(first.data_dir, second_port)
+        refused = _serve(first.data_dir, second_port)  # a broker waiting for the lock would time out
         assert refused.returncode == 1
-        assert time.monotonic() - t0 < 15  # exits at once: it does not wait for the lock
         lines = refused.stderr.strip().splitlines()
         assert len(lines) == 1, refused.stderr  # one line, no traceback
         assert str(first.data_dir) in lines[0] and f"pid {first.pid}" in lines[0]

@@ -34,9 +34,8 @@ def test_several_groups_in_one_request_and_the_old_versions(kafka_broker) -> Non
     create_topic(kafka_broker.bootstrap, topic, 2)
     _commit(kafka_broker.bootstrap, g1, topic, {0: 5, 1: 7})
     _commit(kafka_broker.bootstrap, g2, topic, {0: 11})
-    host, port = kafka_broker.bootstrap.rsplit(":", 1)
     parts = (OffsetFetchRequestTopics(name=TopicName(topic), partition_indexes=(i32(0), i32(1))),)
-    with RawClient(host, int(port)) as c:
+    with RawClient.connect(kafka_broker.bootstrap) as c:
         v9 = c.request(V9(groups=(
             OffsetFetchRequestGroup(group_id=GroupId(g1), topics=parts),
             OffsetFetchRequestGroup(group_id=GroupId(g2), member_id="someone", member_epoch=i32(3), topics=parts),

@@ -29,8 +29,7 @@ def _wait_for(predicate, timeout: float = 10.0):  # type: ignore[no-untyped-def]
 
 def test_unsupported_version_is_one_warning_naming_the_client(broker_factory) -> None:
     broker = broker_factory()
-    host, port = broker.bootstrap.rsplit(":", 1)
-    with RawClient(host, int(port), client_id="shop-app") as c:
+    with RawClient.connect(broker.bootstrap, client_id="shop-app") as c:
         assert int(c.request(api_versions_v3(), 3).error_code) == 0
         c.send_frame(request_header(1, 13, 7, client_id=b"shop-app", flexible=True) + b"\x00" * 32)  # Fetch v13
         with pytest.raises(ConnectionClosed):
@@ -40,7 +39,7 @@ def test_unsupported_version_is_one_warning_naming_the_client(broker_factory) ->
                   "client_software_name=rawclient", "client_software_version=1.0"):
         assert field in line, (field, line)
     # An API the broker does not serve at all, from a client that never sent ApiVersions.
-    with RawClient(host, int(port), client_id="old-tool") as c:
+    with RawClient.connect(broker.bootstrap, client_id="old-tool") as c:
         c.send_frame(request_header(68, 0, 9, client_id=b"old-tool", flexible=True) + b"\x00" * 32)
         with pytest.raises(ConnectionClosed):
             c.recv_frame(timeout=5)
