@@ -49,3 +49,16 @@ def test_types_match_kafka() -> None:
     kafka = _kafka_topic_configs()
     for name in TOPIC_CONFIGS:
         assert topic_config_type(name) == KAFKA_TYPES[kafka[name]["type"]], name
+
+
+def test_describe_configs_gives_kafkas_types() -> None:
+    """What DescribeConfigs answers for a topic without overrides (handlers/describe_configs.py)."""
+    from types import SimpleNamespace
+
+    from minikafka.broker.handlers.describe_configs import topic_config_entries
+    from minikafka.config import BrokerConfig
+
+    svc = SimpleNamespace(config=BrokerConfig.build({}, data_dir="/nonexistent"))
+    kafka = _kafka_topic_configs()
+    for e in topic_config_entries(svc, "t", {}):  # type: ignore[arg-type]
+        assert e.config_type == kafka[e.name]["type"], e.name

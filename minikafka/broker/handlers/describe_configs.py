@@ -12,7 +12,7 @@ from typing import Any, ClassVar, NamedTuple
 from minikafka.broker.config_resources import RESOURCE_BROKER, RESOURCE_TOPIC
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
-from minikafka.config import PROPS, TOPIC_CONFIGS, render_config_value, topic_defaults
+from minikafka.config import PROPS, TOPIC_CONFIGS, render_config_value, topic_config_type, topic_defaults
 from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import ZERO_MS
@@ -22,6 +22,9 @@ SOURCE_STATIC_BROKER_CONFIG = 4
 SOURCE_DEFAULT_CONFIG = 5
 
 TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_LONG = 1, 2, 3, 5
+# Kafka's ConfigType codes by ConfigDef type name (config.topic_config_type names each topic config's).
+TYPE_CODES = {"BOOLEAN": TYPE_BOOLEAN, "STRING": TYPE_STRING, "INT": TYPE_INT, "SHORT": 4, "LONG": TYPE_LONG,
+              "DOUBLE": 6, "LIST": 7, "CLASS": 8, "PASSWORD": 9}
 
 
 class ConfigEntry(NamedTuple):
@@ -34,6 +37,7 @@ class ConfigEntry(NamedTuple):
 
 
 def _type_of(v: Any) -> int:
+    """A broker property's type, guessed from its value (topic configs have theirs named)."""
     if isinstance(v, bool):
         return TYPE_BOOLEAN
     if isinstance(v, int):
@@ -55,7 +59,7 @@ def topic_config_entries(svc: BrokerServices, topic: str, overrides: Mapping[str
             value, source = render_config_value(defaults[name]), broker_source
         if broker_prop:
             synonyms.append((broker_prop, render_config_value(defaults[name]), broker_source))
-        out.append(ConfigEntry(name, value, False, source, _type_of(defaults[name]), tuple(synonyms)))
+        out.append(ConfigEntry(name, value, False, source, TYPE_CODES[topic_config_type(name)], tuple(synonyms)))
     return out
 
 
