@@ -506,9 +506,14 @@ class PartitionLog:
         return best.find_offset_by_timestamp(best.max_timestamp, self.log_start_offset)
 
     # ------------------------------------------------------------------------------ retention
+    @property
+    def deletes_records(self) -> bool:
+        """cleanup.policy includes `delete`: retention and DeleteRecords may drop old records."""
+        return "delete" in str(self.config["cleanup.policy"])
+
     def delete_retained_segments(self, now_ms: int) -> int:
         """Delete segments past retention.ms or beyond retention.bytes; returns how many."""
-        if "delete" not in str(self.config["cleanup.policy"]):
+        if not self.deletes_records:
             return 0
         retention_ms = int(self.config["retention.ms"])
         retention_bytes = int(self.config["retention.bytes"])

@@ -51,7 +51,7 @@ class DeleteRecordsHandler:
         plog = self.svc.logs.get(tp)
         if plog is None:
             return ErrorCode.unknown_topic_or_partition, -1
-        if "delete" not in str(plog.config["cleanup.policy"]):
+        if not plog.deletes_records:
             return ErrorCode.policy_violation, -1
         target = plog.high_watermark if offset == HIGH_WATERMARK else offset
         if target < 0 or target > plog.high_watermark:
