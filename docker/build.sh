@@ -5,7 +5,8 @@
 #      minikafka-base:py (python3, venv) and minikafka-base:py-jre (plus Java 17 for Spark);
 #   2. a staged build context in .cache/docker/context: the working tree's files (tracked and
 #      untracked, not git-ignored), plus docker/offline/wheels (`pip wheel` on the host: every
-#      dependency and minikafka's own wheel) and docker/offline/spark-jars (spark/fetch-jars.sh);
+#      dependency and minikafka's own wheel), docker/offline/spark-jars (spark/fetch-jars.sh) and
+#      docker/offline/kafka (Apache Kafka's jars, bench/kafka/fetch-jars.sh, for the tests image);
 #   3. `docker build` of the targets broker, pipeline and tests with those base images (the legacy
 #      builder, so Debian's docker.io 20.10 needs no buildx).
 #
@@ -45,6 +46,9 @@ mkdir -p "$stage.new/docker/offline/wheels" "$stage.new/docker/offline/spark-jar
 cp -l "$wheels"/*.whl "$stage.new/docker/offline/wheels/" 2>/dev/null || cp "$wheels"/*.whl "$stage.new/docker/offline/wheels/"
 step "Spark connector jars (Maven on the host, cached)"
 for jar in $(bash spark/fetch-jars.sh); do cp "$jar" "$stage.new/docker/offline/spark-jars/"; done
+step "Apache Kafka's jars for the tests image (its DumpLogSegments / kafka-transactions checks)"
+bash bench/kafka/fetch-jars.sh all
+cp -r "${KAFKA_CACHE:-$repo/.cache/kafka}" "$stage.new/docker/offline/kafka"
 rm -rf "$stage"
 mv "$stage.new" "$stage"
 
