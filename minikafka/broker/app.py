@@ -21,6 +21,7 @@ from minikafka.broker.purgatory import FetchPurgatory
 from minikafka.broker.request_memory import RequestMemoryPool
 from minikafka.broker.server import KafkaServer
 from minikafka.broker.services import BrokerServices
+from minikafka.broker.txn_evidence import StoredDataPartitions
 from minikafka.clock import Clock, SystemClock
 from minikafka.config import BrokerConfig, parse_topic_config, topic_defaults
 from minikafka.coordinator.group.offsets_log import TOPIC as OFFSETS_TOPIC
@@ -95,6 +96,8 @@ class Broker:
         damaged = self.logs.damaged
         self.groups.report_damage(tp.partition for tp in damaged if tp.topic == OFFSETS_TOPIC)
         self.txn.report_damage(tp.partition for tp in damaged if tp.topic == TXN_TOPIC)
+        await self.txn.repair_damaged([tp.partition for tp in damaged if tp.topic == TXN_TOPIC],
+                                      StoredDataPartitions(self.logs), self.clock.now_ms)
         self.txn.resume_pending_markers(self.clock.now_ms)
         self._tasks.append(asyncio.create_task(self._group_timers()))
         await self.server.start()

@@ -61,3 +61,32 @@ class RecordLog(Protocol):
         producer's open transaction, and drop every segment below them that holds no open
         transaction. Replaying the partition afterwards gives the same state. Returns the offset of
         the first rewritten record; the others follow it one by one, in the order given."""
+
+
+class MarkerSeen(NamedTuple):
+    """The newest COMMIT/ABORT marker of a producer found in a data partition."""
+
+    commit: bool
+    producer_epoch: int
+    timestamp_ms: int
+
+
+class OpenTransaction(NamedTuple):
+    """Transactional data of a producer in a partition that no marker has ended yet."""
+
+    topic: str
+    partition: int
+    producer_id: int
+    producer_epoch: int
+    first_offset: int
+
+
+class DataPartitions(Protocol):
+    """What the data partitions say of transactions: the evidence a repair of damaged
+    `__transaction_state` rests on (the markers are written before a completion is)."""
+
+    def open_transactions(self) -> Sequence[OpenTransaction]:
+        """Every open transaction in every partition."""
+
+    def last_marker(self, topic: str, partition: int, producer_id: int) -> MarkerSeen | None:
+        """The producer's newest marker in the partition, or None (or no such partition)."""

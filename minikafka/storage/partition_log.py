@@ -481,6 +481,19 @@ class PartitionLog:
                 break
         return out
 
+    def last_marker(self, producer_id: int) -> tuple[int, int, int] | None:
+        """(control type, producer epoch, timestamp) of the newest COMMIT/ABORT marker of a producer,
+        or None. Scans segments newest first (a startup repair after damage, never a hot path)."""
+        for seg in reversed(self.segments):
+            found = None
+            for pos, h in seg.iter_headers(0):
+                if h.is_control and h.producer_id == producer_id:
+                    found = (pos, h)
+            if found is not None:
+                pos, h = found
+                return records.control_type(os.pread(seg.fd, h.size, pos)), h.producer_epoch, h.max_timestamp
+        return None
+
     def aborted_txns(self) -> list[AbortedTxn]:
         return [e for seg in self.segments for e in seg.txn_index.entries]
 

@@ -83,17 +83,22 @@ def _read_committed(bootstrap: str, expect: int) -> list[bytes]:
         c.close()
 
 
-@pytest.mark.parametrize("stop", ["clean", "kill9"])
-def test_corrupt_internal_batches_are_cut_out_and_state_rebuilt(broker_factory, stop):
-    broker = broker_factory()
-    boot = broker.bootstrap
-    p = Producer({"bootstrap.servers": boot, "transactional.id": "txn-a", "linger.ms": 0})
+def _two_committed_transactions(p: Producer) -> None:
+    """Values t0-0..t0-4 and t1-0..t1-4 in two committed transactions of p."""
     p.init_transactions(30)
     for t in range(2):
         p.begin_transaction()
         for i in range(5):
             p.produce(TOPIC, f"t{t}-{i}".encode(), partition=0)
         p.commit_transaction(30)
+
+
+@pytest.mark.parametrize("stop", ["clean", "kill9"])
+def test_corrupt_internal_batches_are_cut_out_and_state_rebuilt(broker_factory, stop):
+    broker = broker_factory()
+    boot = broker.bootstrap
+    p = Producer({"bootstrap.servers": boot, "transactional.id": "txn-a", "linger.ms": 0})
+    _two_committed_transactions(p)
     p.flush(10)
     for group, offset in (("g1", 10), ("g1", 20), ("g1", 30), ("g2", 5)):
         _commit(boot, group, offset)
@@ -146,3 +151,79 @@ def test_corrupt_internal_batches_are_cut_out_and_state_rebuilt(broker_factory, 
     assert broker.term() == 0
     broker.start()
     assert _committed(broker.bootstrap, "g1") == 30
+
+
+def _txn_batches(path, txn_id: str) -> list[tuple[int, int, str]]:
+    """(position, size, state) of each batch of `__transaction_state` holding a record of txn_id."""
+    out = []
+    for pos, size, recs in _batches(path):
+        for r in recs:
+            if r.key is not None and txn_log.decode_key(r.key) == txn_id and r.value:
+                out.append((pos, size, txn_log.decode_value(txn_id, r.value).state.name))
+    return out
+
+
+def test_a_transaction_whose_completion_was_lost_is_finished_not_reopened(broker_factory):
+    """PrepareCommit and CompleteCommit of the last transaction are both unreadable: the id rebuilds
+    as Ongoing. The COMMIT marker in the data partition says it was committed, so the broker
+    finishes it as committed at start; left Ongoing, it would be aborted at its timeout and the
+    producer fenced (the run this issue reports)."""
+    broker = broker_factory()
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "txn-b", "linger.ms": 0})
+    try:
+        _two_committed_transactions(p)
+        broker.kill9()
+        txn_path = broker.data_dir / "__transaction_state-0" / ("0" * 20 + ".log")
+        batches = _txn_batches(txn_path, "txn-b")
+        assert [s for _p, _s, s in batches][-3:] == ["ONGOING", "PREPARE_COMMIT", "COMPLETE_COMMIT"]
+        for pos, size, _state in batches[-2:]:
+            _flip_byte_in(txn_path, pos, size)
+
+        broker.start()
+        with RawClient.connect(broker.bootstrap) as c:
+            state = describe_transaction(c, "txn-b")
+        assert state.transaction_state == "CompleteCommit", state
+        text = broker.log_tail(200_000)
+        assert "transaction_state_repaired" in text and "rebuilt_state=Ongoing" in text
+        # The same producer instance carries on with its epoch: it was not fenced.
+        p.begin_transaction()
+        p.produce(TOPIC, b"after", partition=0)
+        p.commit_transaction(30)
+        values = _read_committed(broker.bootstrap, 11)
+        assert sorted(values) == sorted([f"t{t}-{i}".encode() for t in range(2) for i in range(5)] + [b"after"])
+    finally:
+        p.flush(5)
+
+
+def test_a_transaction_whose_start_was_lost_is_restored_from_its_open_data(broker_factory):
+    """The Ongoing record of an open transaction is unreadable: the id rebuilds as CompleteCommit
+    while its records wait, unmarked, in the data partition. Left so, nothing would ever end them
+    (a hanging transaction: read_committed stalls at them for ever) and the producer's commit
+    would be answered as a retried one. The broker restores the transaction from the open data."""
+    broker = broker_factory()
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "txn-c", "linger.ms": 0})
+    try:
+        p.init_transactions(30)
+        p.begin_transaction()
+        p.produce(TOPIC, b"first", partition=0)
+        p.commit_transaction(30)
+        p.begin_transaction()
+        for i in range(3):
+            p.produce(TOPIC, f"open-{i}".encode(), partition=0)
+        p.flush(30)  # acknowledged, inside the open transaction
+        broker.kill9()
+        txn_path = broker.data_dir / "__transaction_state-0" / ("0" * 20 + ".log")
+        batches = _txn_batches(txn_path, "txn-c")
+        assert [s for _p, _s, s in batches][-2:] == ["COMPLETE_COMMIT", "ONGOING"]
+        _flip_byte_in(txn_path, *batches[-1][:2])
+
+        broker.start()
+        with RawClient.connect(broker.bootstrap) as c:
+            state = describe_transaction(c, "txn-c")
+        assert state.transaction_state == "Ongoing", state
+        assert state.topics == {TOPIC: [0]}
+        p.commit_transaction(30)
+        values = _read_committed(broker.bootstrap, 4)
+        assert sorted(values) == [b"first", b"open-0", b"open-1", b"open-2"]
+    finally:
+        p.flush(5)

@@ -14,7 +14,8 @@ Theory of operation
   until they succeed; until then the id stays PREPARE_* and answers CONCURRENT_TRANSACTIONS.
 - After a restart, ids found in PREPARE_* have their markers written again (a duplicate marker is
   harmless: it ends nothing); ONGOING ones are aborted when they time out or when the producer
-  re-initialises.
+  re-initialises. If the log lost records (a corrupt batch cut out at start), `repair_damaged`
+  corrects ids whose rebuilt state the data partitions contradict (repair.py).
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from typing import Protocol
 import structlog
 
 from minikafka import faults
-from minikafka.coordinator.ports import RecordLog
-from minikafka.coordinator.transaction import decisions, txn_log
+from minikafka.coordinator.ports import DataPartitions, RecordLog
+from minikafka.coordinator.transaction import decisions, repair, txn_log
 from minikafka.coordinator.transaction.decisions import Reply, Transition
 from minikafka.coordinator.transaction.state import TxnMetadata, TxnState
 from minikafka.protocol.errors import ErrorCode
@@ -98,6 +99,35 @@ class TransactionCoordinator:
                         producer_id=meta.producer_id, producer_epoch=meta.producer_epoch,
                         hint="records of this id were in an unreadable batch; its state may be older")
         return affected
+
+    async def repair_damaged(self, partitions: Iterable[int], data: DataPartitions,
+                             now_ms: Callable[[], int]) -> list[tuple[str, repair.Repair]]:
+        """After `__transaction_state` partitions lost records: correct each id living there whose
+        rebuilt state the data partitions contradict (repair.py), so that a completed transaction
+        is never re-opened and no open data is left without a transaction to end it. One warning
+        per id repaired, and one per hanging transaction no id accounts for."""
+        damaged = set(partitions)
+        if not damaged:
+            return []
+        open_txns = data.open_transactions()
+        repaired = []
+        for txn_id in sorted(t for t in self._cache if self.partition_for(t) in damaged):
+            meta = self._cache[txn_id]
+            markers = {tp: data.last_marker(tp.topic, tp.partition, meta.producer_id) for tp in meta.partitions}
+            fix = repair.decide_repair(meta, open_txns, markers, now_ms())
+            if fix.transition is None:
+                continue
+            log.warning("transaction_state_repaired", transactional_id=txn_id, producer_id=meta.producer_id,
+                        rebuilt_state=meta.state.kafka_name, repaired_state=fix.transition.target.state.kafka_name,
+                        producer_epoch=fix.transition.target.producer_epoch, evidence=fix.evidence.value)
+            await self._apply(txn_id, fix.transition, now_ms)
+            repaired.append((txn_id, fix))
+        for o in repair.hanging(open_txns, self._cache):
+            log.warning("hanging_transaction", topic=o.topic, partition=o.partition, producer_id=o.producer_id,
+                        producer_epoch=o.producer_epoch, first_offset=o.first_offset,
+                        hint="its transactional id was lost with the damaged records; end it with "
+                             "kafka-transactions.sh abort (it holds the last stable offset back)")
+        return repaired
 
     def resume_pending_markers(self, now_ms: Callable[[], int]) -> None:
         """Finish what was decided before a restart: PREPARE_* gets its markers again."""
