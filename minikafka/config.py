@@ -35,6 +35,10 @@ def _str(v: str) -> str:
     return v.strip()
 
 
+def _float(v: str) -> float:
+    return float(v.strip())
+
+
 def _opt_int(v: str) -> int | None:
     v = v.strip()
     return None if v in ("", "null") else int(v)
@@ -135,6 +139,18 @@ PROPS: tuple[Prop, ...] = (
     Prop("producer.id.expiration.check.interval.ms", _int, 600000, _ge(1)),
     Prop("min.insync.replicas", _int, 1, _ge(1)),
     Prop("unclean.leader.election.enable", _bool, False),
+    # Defaults of topic configs that minikafka stores and describes (compaction, compression levels,
+    # tiered storage); see topic_config.py for which of them take effect on one node.
+    Prop("compression.gzip.level", _int, -1),
+    Prop("compression.lz4.level", _int, 9),
+    Prop("compression.zstd.level", _int, 3),
+    Prop("log.cleaner.delete.retention.ms", _int, 86400000, _ge(0)),
+    Prop("log.cleaner.min.compaction.lag.ms", _int, 0, _ge(0)),
+    Prop("log.cleaner.max.compaction.lag.ms", _int, LONG_MAX, _ge(1)),
+    Prop("log.cleaner.min.cleanable.ratio", _float, 0.5, lambda v: 0 <= v <= 1),
+    Prop("log.local.retention.ms", _int, -2, _ge(-2)),
+    Prop("log.local.retention.bytes", _int, -2, _ge(-2)),
+    Prop("log.preallocate", _bool, False),
     Prop("cluster.id", _str, ""),
 )
 
@@ -146,7 +162,7 @@ IGNORED: frozenset[str] = frozenset({
     "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "queued.max.requests",
     "background.threads", "replica.lag.time.max.ms", "zookeeper.connect",
     "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
-    "log.cleaner.enable", "log.cleaner.threads", "log.preallocate", "metadata.log.dir",
+    "log.cleaner.enable", "log.cleaner.threads", "metadata.log.dir",
     "group.coordinator.rebalance.protocols", "auto.leader.rebalance.enable",
     "log.message.format.version", "inter.broker.protocol.version", "metric.reporters",
 })
@@ -297,87 +313,3 @@ def load(
     return BrokerConfig.build(props, host=host, port=port, data_dir=data_dir)
 
 
-# Topic-level configs (LogConfig / TopicConfig), with the broker property that supplies the default.
-TOPIC_CONFIGS: dict[str, tuple[str | None, Callable[[str], Any]]] = {
-    "cleanup.policy": ("log.cleanup.policy", _str),
-    "retention.ms": ("log.retention.ms", _int),
-    "retention.bytes": ("log.retention.bytes", _int),
-    "segment.bytes": ("log.segment.bytes", _int),
-    "segment.ms": ("log.roll.ms", _int),
-    "max.message.bytes": ("message.max.bytes", _int),
-    "message.timestamp.type": ("log.message.timestamp.type", _str),
-    "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms", _int),
-    "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms", _int),
-    "flush.messages": ("log.flush.interval.messages", _int),
-    "flush.ms": ("log.flush.interval.ms", _int),
-    "segment.index.bytes": ("log.index.size.max.bytes", _int),
-    "index.interval.bytes": ("log.index.interval.bytes", _int),
-    "min.insync.replicas": ("min.insync.replicas", _int),
-    "compression.type": ("compression.type", _str),
-    "file.delete.delay.ms": ("log.segment.delete.delay.ms", _int),
-    "unclean.leader.election.enable": ("unclean.leader.election.enable", _bool),
-}
-
-
-def topic_defaults(config: BrokerConfig) -> dict[str, Any]:
-    """Effective defaults for every topic config, from the broker's settings."""
-    out: dict[str, Any] = {}
-    for name, (broker_prop, _parse) in TOPIC_CONFIGS.items():
-        if name == "retention.ms":
-            out[name] = config.log_retention_ms
-        elif name == "segment.ms":
-            out[name] = config.log_roll_ms
-        elif name == "flush.ms":
-            v = config["log.flush.interval.ms"]
-            out[name] = LONG_MAX if v is None else v
-        else:
-            out[name] = config[broker_prop] if broker_prop else None
-    return out
-
-
-# Kafka's ConfigDef type of each topic config (for its error messages and DescribeConfigs types);
-# LIST configs take APPEND/SUBTRACT in IncrementalAlterConfigs.
-TOPIC_CONFIG_TYPES: dict[str, str] = {
-    "cleanup.policy": "LIST", "compression.type": "STRING", "message.timestamp.type": "STRING",
-    "unclean.leader.election.enable": "BOOLEAN",
-    "segment.bytes": "INT", "max.message.bytes": "INT", "segment.index.bytes": "INT",
-    "index.interval.bytes": "INT", "min.insync.replicas": "INT",
-}  # everything else: LONG
-CLEANUP_POLICIES = ("compact", "delete")
-
-
-def render_config_value(v: Any) -> str | None:
-    """A parsed config value as Kafka renders it in DescribeConfigs (booleans lower case)."""
-    if v is None:
-        return None
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
-
-
-def topic_config_type(name: str) -> str:
-    return TOPIC_CONFIG_TYPES.get(name, "LONG")
-
-
-def parse_topic_config(name: str, raw: str) -> Any:
-    """Raises ConfigError for an unknown topic config or a bad value, in Kafka's words
-    (ConfigDef.parseType / ValidList: what CreateTopics and IncrementalAlterConfigs answer)."""
-    entry = TOPIC_CONFIGS.get(name)
-    if entry is None:
-        raise ConfigError(f"Unknown topic config name: {name}")
-    kind = topic_config_type(name)
-    try:
-        value = entry[1](raw)
-    except ValueError:
-        reason = ("Expected value to be either true or false" if kind == "BOOLEAN"
-                  else f"Not a number of type {kind}")
-        raise ConfigError(f"Invalid value {raw} for configuration {name}: {reason}") from None
-    if kind == "INT" and not -(2**31) <= value < 2**31:
-        raise ConfigError(f"Invalid value {raw} for configuration {name}: Not a number of type INT")
-    if name == "cleanup.policy":
-        items = [x.strip() for x in str(value).split(",") if x.strip()]
-        bad = [x for x in items if x not in CLEANUP_POLICIES]
-        if bad:
-            raise ConfigError(f"Invalid value {raw} for configuration {name}: String must be one of: "
-                              + ", ".join(CLEANUP_POLICIES))
-    return value

@@ -23,7 +23,7 @@ from minikafka.broker.server import KafkaServer
 from minikafka.broker.services import BrokerServices
 from minikafka.broker.txn_evidence import StoredDataPartitions
 from minikafka.clock import Clock, SystemClock
-from minikafka.config import BrokerConfig, parse_topic_config, topic_defaults
+from minikafka.config import BrokerConfig
 from minikafka.coordinator.group.offsets_log import TOPIC as OFFSETS_TOPIC
 from minikafka.coordinator.producer_ids import ProducerIdAllocator
 from minikafka.coordinator.transaction.coordinator import TransactionCoordinator
@@ -32,6 +32,7 @@ from minikafka.faults import FaultInjector
 from minikafka.protocol.types import TopicPartition
 from minikafka.storage.log_manager import LogManager
 from minikafka.storage.open_files import RESERVED_FDS, default_capacity, raise_fd_limit
+from minikafka.topic_config import parse_topic_config, segment_size_config, topic_defaults
 
 log = structlog.get_logger("minikafka.broker")
 # How often the internal topics are checked for a rolled segment to compact (cheap: a length test).
@@ -62,7 +63,7 @@ class Broker:
         self.txn_topic = InternalTopicLog(
             self.logs, TXN_TOPIC, partitions=int(config["transaction.state.log.num.partitions"]),
             configs={"cleanup.policy": "compact", "compression.type": "uncompressed",
-                     "segment.bytes": str(config["transaction.state.log.segment.bytes"])},
+                     **segment_size_config(int(config["transaction.state.log.segment.bytes"]))},
             on_created=self.services.watch_new_partitions, before_append=self.faults.check_txn_log_append)
         self.txn = TransactionCoordinator(
             self.txn_topic, LocalMarkerWriter(self.services), new_producer_id=self.services.producer_ids.generate,

@@ -14,22 +14,22 @@ from typing import Any
 
 from minikafka.broker.config_changes import ConfigChangeError, Rules
 from minikafka.broker.services import BrokerServices
-from minikafka.config import (
-    TOPIC_CONFIGS,
-    ConfigError,
+from minikafka.config import ConfigError
+from minikafka.protocol.errors import ErrorCode
+from minikafka.topic_config import (
+    known_topic_config,
     parse_topic_config,
     render_config_value,
     topic_config_type,
     topic_defaults,
 )
-from minikafka.protocol.errors import ErrorCode
 
 RESOURCE_TOPIC = 2  # Kafka's ConfigResource.Type codes, shared with DescribeConfigs
 RESOURCE_BROKER = 4
 
 
 def validate_topic_config(name: str, value: str | None) -> None:
-    if name not in TOPIC_CONFIGS:
+    if not known_topic_config(name):
         raise ConfigChangeError(ErrorCode.invalid_config, f"Unknown topic config name: {name}")
     if value is not None:
         try:

@@ -18,6 +18,7 @@ from minikafka.coordinator.group.coordinator import GroupCoordinator
 from minikafka.coordinator.group.decisions import GroupConfig
 from minikafka.coordinator.group.offsets_log import TOPIC as OFFSETS_TOPIC
 from minikafka.storage.log_manager import LogManager
+from minikafka.topic_config import segment_size_config
 
 
 def build_group_coordinator(config: BrokerConfig, logs: LogManager,
@@ -25,7 +26,7 @@ def build_group_coordinator(config: BrokerConfig, logs: LogManager,
     """The group coordinator over `__consumer_offsets`, configured from the broker's properties."""
     records_log = InternalTopicLog(logs, OFFSETS_TOPIC, partitions=int(config["offsets.topic.num.partitions"]),
                                    configs={"cleanup.policy": "compact", "compression.type": "producer",
-                                            "segment.bytes": str(config["offsets.topic.segment.bytes"])},
+                                            **segment_size_config(int(config["offsets.topic.segment.bytes"]))},
                                    on_created=on_created)
     group_config = GroupConfig(
         min_session_timeout_ms=int(config["group.min.session.timeout.ms"]),

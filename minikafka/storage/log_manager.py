@@ -216,7 +216,7 @@ class LogManager:
         info = info or self.topics.get(topic)
         if info is not None:
             for k, v in info.configs.items():
-                cfg[k] = self._parse_topic_config(k, v)
+                cfg[k] = self._parse_topic_config(k, v, validate=False)  # validated when set
         return cfg
 
     def validate_configs(self, configs: Mapping[str, str | None]) -> dict[str, str]:

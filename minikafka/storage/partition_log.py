@@ -398,7 +398,9 @@ class PartitionLog:
         max_ts = max(h.max_timestamp for _, h in batches)
         last_delta = sum(h.last_offset_delta + 1 for _, h in batches)
         reason = None
-        if seg.size + size > int(self.config["segment.bytes"]):
+        # internal.segment.bytes overrides segment.bytes where set (Kafka's LogConfig.segmentSize).
+        limit = self.config.get("internal.segment.bytes") or self.config["segment.bytes"]
+        if seg.size + size > int(limit):
             reason = "size"
         elif self._time_waited_for_roll(seg, max_ts, now_ms) > int(self.config["segment.ms"]):
             reason = "time"

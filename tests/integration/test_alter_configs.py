@@ -86,3 +86,42 @@ def test_a_change_is_in_force_at_once_and_kept_across_kill9(broker_factory) -> N
     broker.restart(hard=True)
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     assert _overrides(admin, topic) == {"max.message.bytes": "1000"}
+
+
+def test_every_kafka_topic_config_is_accepted_and_described(kafka_broker) -> None:
+    """The topic configs minikafka stores without acting on them (compaction tunables, compression
+    levels, tiered storage, throttled replicas) are accepted, validated and described as Kafka does;
+    internal.segment.bytes is described only where it is set."""
+    topic = uniq("allcfg")
+    configs = {"min.cleanable.dirty.ratio": "0.25", "compression.zstd.level": "-5", "delete.retention.ms": "1000",
+               "leader.replication.throttled.replicas": "0:1", "segment.jitter.ms": "10", "preallocate": "true",
+               "local.retention.ms": "-2", "max.compaction.lag.ms": "60000", "internal.segment.bytes": "4096"}
+    create_topic(kafka_broker.bootstrap, topic, 1, configs)
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
+    assert _overrides(admin, topic) == configs
+    _alter(admin, topic, ("internal.segment.bytes", None, DELETE), ("compression.gzip.level", "9", SET))
+    described = next(iter(admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)]).values())).result(30)
+    assert "internal.segment.bytes" not in described
+    assert described["compression.gzip.level"].value == "9"
+    assert described["remote.storage.enable"].value == "false"
+    assert len(described) == 33
+    assert _refused(admin, topic, ("min.cleanable.dirty.ratio", "2", SET)) == (
+        KafkaError.INVALID_CONFIG, "Invalid value 2.0 for configuration min.cleanable.dirty.ratio: Value must be no more than 1")
+    assert _refused(admin, topic, ("segment.bytes", "1024", SET)) == (
+        KafkaError.INVALID_CONFIG, "Invalid value 1024 for configuration segment.bytes: Value must be at least 1048576")
+    assert _refused(admin, topic, ("remote.storage.enable", "true", SET)) == (
+        KafkaError.INVALID_CONFIG,
+        "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage.")
+
+
+def test_internal_segment_bytes_rolls_small_segments(broker_factory) -> None:
+    """Kafka's internal override: segments of a few KiB, below segment.bytes' 1 MiB floor."""
+    broker = broker_factory()
+    topic = uniq("small")
+    create_topic(broker.bootstrap, topic, 1, {"internal.segment.bytes": "4096"})
+    p = producer(broker.bootstrap)
+    for i in range(100):
+        p.produce(topic, b"x" * 200, partition=0)
+        p.flush(10)
+    segments = list((broker.data_dir / f"{topic}-0").glob("*.log"))
+    assert len(segments) >= 5, segments

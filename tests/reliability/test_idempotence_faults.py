@@ -324,7 +324,7 @@ def test_c7_damaged_producer_snapshot(broker_factory, tmp_path):
     topic, per_batch = "c7", 4
     broker = broker_factory()
     with RawClient.connect(broker.bootstrap) as c:
-        resp = c.request(create_topics_v7(topic, 1, {"segment.bytes": "2048"}), 7)
+        resp = c.request(create_topics_v7(topic, 1, {"internal.segment.bytes": "2048"}), 7)
         assert resp.topics[0].error_code == 0
         wait_for_topic(c, topic)
         pid, epoch = _init_pid(c)

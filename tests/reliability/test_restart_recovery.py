@@ -203,7 +203,7 @@ def keyed_rows(n: int, *, t0: int | None = None, prefix: str = "r", step_ms: int
 def test_restart_after_sigterm_loses_nothing_and_skips_recovery(broker_factory, tmp_path):
     broker, stats = start_broker(broker_factory, tmp_path)
     topic = "clean-restart"
-    create_topic(broker.bootstrap, topic, 3, {"segment.bytes": "16384"})
+    create_topic(broker.bootstrap, topic, 3, {"internal.segment.bytes": "16384"})
     acked = produce_rows(broker.bootstrap, topic, keyed_rows(3000))
     assert broker.term() == 0, "SIGTERM must exit 0"
     assert (Path(broker.data_dir) / CLEAN_MARKER).exists()
@@ -227,7 +227,7 @@ def test_restart_after_sigterm_loses_nothing_and_skips_recovery(broker_factory, 
 def test_kill9_during_continuous_production_keeps_every_acked_record(broker_factory, tmp_path):
     broker, stats = start_broker(broker_factory, tmp_path)
     topic = "kill9-produce"
-    create_topic(broker.bootstrap, topic, 3, {"segment.bytes": "65536"})
+    create_topic(broker.bootstrap, topic, 3, {"internal.segment.bytes": "65536"})
     rnd = random.Random()
     seed = rnd.randrange(1 << 30)
     rnd.seed(seed)
@@ -322,7 +322,7 @@ def test_c5_torn_tail(broker_factory, tmp_path, damage):
     rnd.seed(seed)
     broker, stats = start_broker(broker_factory, tmp_path)
     topic = f"c5-{damage}"
-    create_topic(broker.bootstrap, topic, 1, {"segment.bytes": "20000", "index.interval.bytes": "512"})
+    create_topic(broker.bootstrap, topic, 1, {"internal.segment.bytes": "20000", "index.interval.bytes": "512"})
     rows = keyed_rows(1500, prefix="a")
     produce_rows(broker.bootstrap, topic, rows[:-7])
     produce_rows(broker.bootstrap, topic, rows[-7:], **{"linger.ms": 50})  # the last batch(es)
@@ -377,7 +377,7 @@ def test_c6_index_loss(broker_factory, tmp_path, stop):
     rnd = random.Random(11)
     broker, stats = start_broker(broker_factory, tmp_path)
     topic = "c6"
-    create_topic(broker.bootstrap, topic, 1, {"segment.bytes": "16384", "index.interval.bytes": "1024"})
+    create_topic(broker.bootstrap, topic, 1, {"internal.segment.bytes": "16384", "index.interval.bytes": "1024"})
     produce_rows(broker.bootstrap, topic, keyed_rows(2000, prefix="i"))
     before = consume_all(broker.bootstrap, topic, 1)
     if stop == "sigterm":
@@ -412,7 +412,7 @@ def test_c2_clean_and_hard_restart_give_identical_fetches(broker_factory, tmp_pa
     broker_a, stats_a = start_broker(broker_factory, tmp_path)
     topic = "c2"
     partitions = 3
-    create_topic(broker_a.bootstrap, topic, partitions, {"segment.bytes": "8192", "index.interval.bytes": "700"})
+    create_topic(broker_a.bootstrap, topic, partitions, {"internal.segment.bytes": "8192", "index.interval.bytes": "700"})
     produce_rows(broker_a.bootstrap, topic, keyed_rows(1200, prefix="f"))
     produce_rows(broker_a.bootstrap, topic, keyed_rows(300, prefix="g", t0=int(time.time() * 1000)),
                  **{"compression.type": "lz4"})

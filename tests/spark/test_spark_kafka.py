@@ -274,7 +274,7 @@ def test_fail_on_data_loss_after_retention(spark: Any, broker_factory: Any, tmp_
     broker = broker_factory(overrides={"log.retention.check.interval.ms": "100"})
     bs = broker.bootstrap
     topic = uniq("loss")
-    create_topic(bs, topic, 1, config={"segment.bytes": "1024", "retention.bytes": "2048"})
+    create_topic(bs, topic, 1, config={"internal.segment.bytes": "1024", "retention.bytes": "2048"})
     produce_values(bs, topic, [(0, f"first-{i:03d}") for i in range(5)])
     checkpoints = {flag: tmp_path / f"ckpt-{flag}" for flag in ("true", "false")}
     out = {flag: tmp_path / f"out-{flag}" for flag in ("true", "false")}

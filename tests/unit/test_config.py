@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from minikafka import config as mk_config
-from minikafka.config import BrokerConfig, ConfigError, load, parse_properties_text, parse_topic_config, topic_defaults
+from minikafka.config import BrokerConfig, ConfigError, load, parse_properties_text
+from minikafka.topic_config import TOPIC_CONFIGS, parse_topic_config, topic_defaults
 
 pytestmark = pytest.mark.unit
 
@@ -112,7 +113,7 @@ def test_topic_defaults_follow_broker_settings():
     assert d["segment.ms"] == 168 * 3600 * 1000
     assert d["cleanup.policy"] == "delete"
     assert d["index.interval.bytes"] == 4096
-    assert set(d) == set(mk_config.TOPIC_CONFIGS)
+    assert set(d) == set(TOPIC_CONFIGS)
 
 
 def test_parse_topic_config():

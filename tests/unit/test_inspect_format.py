@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from minikafka import inspect
-from minikafka.config import BrokerConfig, topic_defaults
+from minikafka.config import BrokerConfig
 from minikafka.coordinator.transaction import txn_log
 from minikafka.coordinator.transaction.state import TxnMetadata, TxnState
 from minikafka.protocol import records
 from minikafka.protocol.types import TopicPartition
 from minikafka.storage.partition_log import AppendOrigin, PartitionLog
+from minikafka.topic_config import topic_defaults
 
 pytestmark = pytest.mark.unit
 

@@ -1,8 +1,10 @@
-"""minikafka's topic configs next to Apache Kafka 4.3.1's (issue 16, item 2, in progress).
+"""minikafka's topic configs next to Apache Kafka 4.3.1's (issue 16, item 2).
 
-tests/data/kafka-4.3.1-configs.json is what Kafka 4.3.1 answered to DescribeConfigs. Every topic
-config minikafka accepts must exist in Kafka with the same broker-level synonym, and the ones it
-does not accept yet are listed here, so accepting one means taking it off the list.
+tests/data/kafka-4.3.1-configs.json is what Kafka 4.3.1 answered to DescribeConfigs: minikafka
+has the same 33 topic configs with the same types, defaults and broker synonyms.
+tests/data/kafka-4.3.1-topic-config-answers.json is what Kafka answered to CreateTopics for each
+config set to each of 31 values (bench/kafka/record-topic-config-answers.py): minikafka accepts
+the same values and refuses the others with the same error code and message.
 """
 
 from __future__ import annotations
@@ -12,22 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from minikafka.config import TOPIC_CONFIGS, topic_config_type
+from minikafka.config import ConfigError
+from minikafka.topic_config import TOPIC_CONFIGS, parse_topic_config, topic_config_type
 
 pytestmark = pytest.mark.unit
 
 RECORD = Path(__file__).resolve().parents[1] / "data" / "kafka-4.3.1-configs.json"
-
-# Refused at creation today ("Unknown topic config name"): issue 16 item 2 accepts, validates and
-# describes them.
-NOT_YET = {
-    "compression.gzip.level", "compression.lz4.level", "compression.zstd.level", "delete.retention.ms",
-    "follower.replication.throttled.replicas", "leader.replication.throttled.replicas",
-    "local.retention.bytes", "local.retention.ms", "max.compaction.lag.ms", "min.cleanable.dirty.ratio",
-    "min.compaction.lag.ms", "preallocate", "remote.log.copy.disable", "remote.log.delete.on.disable",
-    "remote.storage.enable", "segment.jitter.ms",
-}
-
+ANSWERS = Path(__file__).resolve().parents[1] / "data" / "kafka-4.3.1-topic-config-answers.json"
 
 def _kafka_topic_configs() -> dict[str, dict]:
     return json.loads(RECORD.read_text())["topic"]
@@ -37,7 +30,7 @@ def test_accepted_configs_are_kafkas_and_the_rest_are_listed() -> None:
     kafka = _kafka_topic_configs()
     assert len(kafka) == 33
     assert set(TOPIC_CONFIGS) - set(kafka) == set(), "a topic config Kafka 4.3.1 does not have"
-    assert set(kafka) - set(TOPIC_CONFIGS) == NOT_YET
+    assert set(kafka) - set(TOPIC_CONFIGS) == set(), "a topic config of Kafka 4.3.1 minikafka refuses"
 
 
 KAFKA_TYPES = {1: "BOOLEAN", 2: "STRING", 3: "INT", 4: "SHORT", 5: "LONG", 6: "DOUBLE", 7: "LIST", 8: "CLASS",
@@ -62,3 +55,34 @@ def test_describe_configs_gives_kafkas_types() -> None:
     kafka = _kafka_topic_configs()
     for e in topic_config_entries(svc, "t", {}):  # type: ignore[arg-type]
         assert e.config_type == kafka[e.name]["type"], e.name
+
+
+def test_every_value_is_accepted_or_refused_in_kafkas_words() -> None:
+    answers = json.loads(ANSWERS.read_text())["answers"]
+    assert len(answers) == 33 * 31
+    wrong = {}
+    for key, want in answers.items():
+        name, _, value = key.partition("=")
+        try:
+            parse_topic_config(name, value)
+            got = None
+        except ConfigError as exc:
+            got = [40, str(exc)]  # INVALID_CONFIG, as CreateTopics answers it
+        if got != want:
+            wrong[key] = (want, got)
+    assert wrong == {}
+
+
+def test_describe_configs_gives_kafkas_defaults_and_synonyms() -> None:
+    """Each config's default value and its broker synonym, as Kafka 4.3.1 described a new topic."""
+    from types import SimpleNamespace
+
+    from minikafka.broker.handlers.describe_configs import topic_config_entries
+    from minikafka.config import BrokerConfig
+
+    svc = SimpleNamespace(config=BrokerConfig.build({}, data_dir="/nonexistent"))
+    kafka = _kafka_topic_configs()
+    for e in topic_config_entries(svc, "t", {}):  # type: ignore[arg-type]
+        want = kafka[e.name]
+        assert e.value == want["value"], e.name
+        assert {s[0] for s in e.synonyms} <= set(want["synonyms"]) | {e.name}, e.name

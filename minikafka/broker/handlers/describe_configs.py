@@ -12,10 +12,17 @@ from typing import Any, ClassVar, NamedTuple
 from minikafka.broker.config_resources import RESOURCE_BROKER, RESOURCE_TOPIC
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
-from minikafka.config import PROPS, TOPIC_CONFIGS, render_config_value, topic_config_type, topic_defaults
+from minikafka.config import PROPS
 from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import ZERO_MS
+from minikafka.topic_config import (
+    INTERNAL_TOPIC_CONFIGS,
+    TOPIC_CONFIGS,
+    render_config_value,
+    topic_config_type,
+    topic_defaults,
+)
 
 SOURCE_TOPIC_CONFIG = 1
 SOURCE_STATIC_BROKER_CONFIG = 4
@@ -49,15 +56,18 @@ def topic_config_entries(svc: BrokerServices, topic: str, overrides: Mapping[str
     cfg = svc.config
     defaults = topic_defaults(cfg)
     out = []
-    for name, (broker_prop, _parse) in sorted(TOPIC_CONFIGS.items()):
+    # Kafka's internal keys (internal.segment.bytes) appear only where the topic sets them.
+    names = sorted(set(TOPIC_CONFIGS) | {n for n in overrides if n in INTERNAL_TOPIC_CONFIGS})
+    for name in names:
+        broker_prop = TOPIC_CONFIGS[name].broker_prop if name in TOPIC_CONFIGS else None
         broker_source = SOURCE_STATIC_BROKER_CONFIG if broker_prop in cfg.explicit else SOURCE_DEFAULT_CONFIG
         synonyms: list[tuple[str, str | None, int]] = []
         if name in overrides:
             value, source = overrides[name], SOURCE_TOPIC_CONFIG
             synonyms.append((name, value, SOURCE_TOPIC_CONFIG))
         else:
-            value, source = render_config_value(defaults[name]), broker_source
-        if broker_prop:
+            value, source = render_config_value(defaults.get(name)), broker_source
+        if broker_prop and cfg[broker_prop] is not None:  # as Kafka, only a broker property with a value
             synonyms.append((broker_prop, render_config_value(defaults[name]), broker_source))
         out.append(ConfigEntry(name, value, False, source, TYPE_CODES[topic_config_type(name)], tuple(synonyms)))
     return out

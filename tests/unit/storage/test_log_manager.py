@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from minikafka.config import BrokerConfig, parse_topic_config, topic_defaults
+from minikafka.config import BrokerConfig
 from minikafka.protocol import records
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import TopicPartition
 from minikafka.storage import files
 from minikafka.storage.errors import StartupError
 from minikafka.storage.log_manager import LogManager, TopicError
+from minikafka.topic_config import parse_topic_config, topic_defaults
 
 pytestmark = pytest.mark.unit
 
@@ -112,7 +113,7 @@ def test_checkpoint_reader_rejects_malformed(tmp_path):
 
 def test_log_start_offset_checkpoint_after_retention(tmp_path):
     lm = manager(tmp_path)
-    lm.create_topic("r", 1, {"segment.bytes": "400", "retention.bytes": "500"}, now_ms=T0)
+    lm.create_topic("r", 1, {"internal.segment.bytes": "400", "retention.bytes": "500"}, now_ms=T0)
     for _ in range(20):
         produce(lm, "r", 0, 2)
     assert lm.delete_retained(T0) > 0
@@ -128,7 +129,7 @@ def test_log_start_offset_checkpoint_after_retention(tmp_path):
 
 def test_clean_shutdown_marker_skips_recovery(tmp_path):
     lm = manager(tmp_path)
-    lm.create_topic("t", 2, {"segment.bytes": "500"}, now_ms=T0)
+    lm.create_topic("t", 2, {"internal.segment.bytes": "500"}, now_ms=T0)
     for i in range(30):
         produce(lm, "t", i % 2, 2)
     ends = {tp: pl.log_end_offset for tp, pl in lm.logs.items()}
@@ -146,7 +147,7 @@ def test_clean_shutdown_marker_skips_recovery(tmp_path):
 
 def test_unclean_startup_recovers_from_recovery_point(tmp_path):
     lm = manager(tmp_path)
-    lm.create_topic("t", 1, {"segment.bytes": "500"}, now_ms=T0)
+    lm.create_topic("t", 1, {"internal.segment.bytes": "500"}, now_ms=T0)
     for _ in range(15):
         produce(lm, "t", 0, 2)
     lm.checkpoint()  # the recovery point checkpoint: the last roll
@@ -175,7 +176,7 @@ def test_unclean_startup_recovers_from_recovery_point(tmp_path):
 
 def test_unclean_startup_without_checkpoint_recovers_everything(tmp_path):
     lm = manager(tmp_path)
-    lm.create_topic("t", 1, {"segment.bytes": "500"}, now_ms=T0)
+    lm.create_topic("t", 1, {"internal.segment.bytes": "500"}, now_ms=T0)
     for _ in range(20):
         produce(lm, "t", 0, 2)
     n = len(lm.get(TopicPartition("t", 0)).segments)

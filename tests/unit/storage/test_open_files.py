@@ -6,11 +6,12 @@ import os
 
 import pytest
 
-from minikafka.config import BrokerConfig, parse_topic_config, topic_defaults
+from minikafka.config import BrokerConfig
 from minikafka.protocol import records
 from minikafka.protocol.types import TopicPartition
 from minikafka.storage.log_manager import LogManager
 from minikafka.storage.open_files import OpenFiles, default_capacity
+from minikafka.topic_config import parse_topic_config, topic_defaults
 
 pytestmark = pytest.mark.unit
 
@@ -41,7 +42,7 @@ def test_many_partitions_with_few_descriptors(tmp_path):
     lm = LogManager(tmp_path, node_id=1, topic_defaults=topic_defaults(BrokerConfig.build({})),
                     topic_config_parser=parse_topic_config, open_files_capacity=8)
     lm.startup(T0)
-    lm.create_topic("wide", 300, {"segment.bytes": "2000"}, now_ms=T0)
+    lm.create_topic("wide", 300, {"internal.segment.bytes": "2000"}, now_ms=T0)
     for round_ in range(3):
         for p in range(300):
             batch = records.build_batch([(b"k", b"r%d-p%d-" % (round_, p) + b"x" * 400)], timestamp_ms=T0)

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from minikafka.config import BrokerConfig, topic_defaults
+from minikafka.config import BrokerConfig
 from minikafka.protocol import records
 from minikafka.protocol.errors import CorruptRecord, InvalidRecord
 from minikafka.protocol.types import TopicPartition
 from minikafka.storage.errors import MessageTooLarge, OffsetOutOfRange
 from minikafka.storage.partition_log import PartitionLog
+from minikafka.topic_config import topic_defaults
 
 pytestmark = pytest.mark.unit
 

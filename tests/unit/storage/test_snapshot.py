@@ -15,13 +15,14 @@ from pathlib import Path
 import crc32c
 import pytest
 
-from minikafka.config import BrokerConfig, topic_defaults
+from minikafka.config import BrokerConfig
 from minikafka.protocol import records
 from minikafka.protocol.types import TopicPartition
 from minikafka.storage import files
 from minikafka.storage import snapshot as snap
 from minikafka.storage.partition_log import PartitionLog
 from minikafka.storage.producer_state import OutOfOrderSequence
+from minikafka.topic_config import topic_defaults
 
 pytestmark = pytest.mark.unit
 
