@@ -30,9 +30,12 @@ from minikafka.coordinator.transaction.coordinator import TransactionCoordinator
 from minikafka.coordinator.transaction.txn_log import TOPIC as TXN_TOPIC
 from minikafka.faults import FaultInjector
 from minikafka.protocol.types import TopicPartition
+from minikafka.storage.config_store import DynamicConfigStore
 from minikafka.storage.log_manager import LogManager
 from minikafka.storage.open_files import RESERVED_FDS, default_capacity, raise_fd_limit
 from minikafka.topic_config import parse_topic_config, segment_size_config, topic_defaults
+
+GROUP_CONFIGS_FILE = "minikafka-group-configs.json"  # the GROUP config resources' overrides
 
 log = structlog.get_logger("minikafka.broker")
 # How often the internal topics are checked for a rolled segment to compact (cheap: a length test).
@@ -60,6 +63,7 @@ class Broker:
                                        faults=self.faults)
         self.groups = build_group_coordinator(config, self.logs, on_created=self.services.watch_new_partitions)
         self.services.groups = self.groups
+        self.services.group_configs = DynamicConfigStore(config.data_dir / GROUP_CONFIGS_FILE)
         self.txn_topic = InternalTopicLog(
             self.logs, TXN_TOPIC, partitions=int(config["transaction.state.log.num.partitions"]),
             configs={"cleanup.policy": "compact", "compression.type": "uncompressed",

@@ -2,7 +2,8 @@
 current overrides and the defaults it starts from, and applying the result (one narrow door for
 both handlers; the change itself is config_changes.py, pure).
 
-Topic resources are changed as Kafka changes them (persisted with the topic, in force at once).
+Topic resources are changed as Kafka changes them (persisted with the topic, in force at once);
+group resources (KIP-848 group configs) are kept per group id in the data dir.
 Broker resources: minikafka has no dynamic broker configs yet, so every broker change is refused
 as Kafka refuses a static one ("Cannot update these configs dynamically: [...]").
 """
@@ -15,6 +16,7 @@ from typing import Any
 from minikafka.broker.config_changes import ConfigChangeError, Rules
 from minikafka.broker.services import BrokerServices
 from minikafka.config import ConfigError
+from minikafka.group_config import GROUP_CONFIGS, group_config_type, parse_group_config, render_default
 from minikafka.protocol.errors import ErrorCode
 from minikafka.topic_config import (
     known_topic_config,
@@ -26,16 +28,26 @@ from minikafka.topic_config import (
 
 RESOURCE_TOPIC = 2  # Kafka's ConfigResource.Type codes, shared with DescribeConfigs
 RESOURCE_BROKER = 4
+RESOURCE_GROUP = 32
 
 
-def validate_topic_config(name: str, value: str | None) -> None:
-    if not known_topic_config(name):
-        raise ConfigChangeError(ErrorCode.invalid_config, f"Unknown topic config name: {name}")
-    if value is not None:
-        try:
-            parse_topic_config(name, value)
-        except ConfigError as exc:
-            raise ConfigChangeError(ErrorCode.invalid_config, str(exc)) from None
+def _validator(kind: str, known: Callable[[str], bool], parse: Callable[[str, str], object]
+               ) -> Callable[[str, str | None], None]:
+    """Rules.validate for one kind of resource: an unknown name, or a value its parser refuses, is
+    INVALID_CONFIG with Kafka's message; value None checks the name only (DELETE)."""
+    def validate(name: str, value: str | None) -> None:
+        if not known(name):
+            raise ConfigChangeError(ErrorCode.invalid_config, f"Unknown {kind} config name: {name}")
+        if value is not None:
+            try:
+                parse(name, value)
+            except ConfigError as exc:
+                raise ConfigChangeError(ErrorCode.invalid_config, str(exc)) from None
+    return validate
+
+
+validate_topic_config = _validator("topic", known_topic_config, parse_topic_config)
+validate_group_config = _validator("group", GROUP_CONFIGS.__contains__, parse_group_config)
 
 
 # One resource's change: the config names it touches and the new overrides from the current ones.
@@ -71,6 +83,18 @@ def _change_resource(svc: BrokerServices, resource_type: int, resource_name: str
         if not validate_only:
             try:
                 svc.logs.set_topic_configs(info.name, new)
+            except OSError as exc:
+                raise ConfigChangeError(ErrorCode.kafka_storage_error, f"Cannot persist the change: {exc}") from None
+        return
+    if resource_type == RESOURCE_GROUP:
+        # A group need not exist to carry configs (Kafka keeps them by group id).
+        store = svc.group_configs
+        assert store is not None
+        rules = Rules(type_of=group_config_type, effective=render_default, validate=validate_group_config)
+        new = compute(store.get(resource_name), rules)
+        if not validate_only:
+            try:
+                store.set(resource_name, new)
             except OSError as exc:
                 raise ConfigChangeError(ErrorCode.kafka_storage_error, f"Cannot persist the change: {exc}") from None
         return

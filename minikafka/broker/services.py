@@ -15,6 +15,7 @@ from minikafka.coordinator.transaction.coordinator import TransactionCoordinator
 from minikafka.faults import NO_FAULTS, FaultInjector
 from minikafka.protocol import versions
 from minikafka.protocol.types import TopicPartition
+from minikafka.storage.config_store import DynamicConfigStore
 from minikafka.storage.log_manager import LogManager, TopicError, TopicInfo
 
 
@@ -31,6 +32,7 @@ class BrokerServices:
     txn: TransactionCoordinator | None = None  # the transaction coordinator (set by app.py)
     txn_topic: RecordLog | None = None  # __transaction_state (set by app.py)
     # Called after each transaction marker is written: (partition, producer id, committed).
+    group_configs: DynamicConfigStore | None = None  # GROUP config resources (set by app.py)
     marker_listeners: list[Callable[[TopicPartition, int, bool], None]] = field(default_factory=list)
 
     @property

@@ -125,3 +125,48 @@ def test_internal_segment_bytes_rolls_small_segments(broker_factory) -> None:
         p.flush(10)
     segments = list((broker.data_dir / f"{topic}-0").glob("*.log"))
     assert len(segments) >= 5, segments
+
+
+def _group_configs(admin: AdminClient, group: str) -> dict:
+    return next(iter(admin.describe_configs([ConfigResource(ResourceType.GROUP, group)]).values())).result(30)
+
+
+def _alter_group(admin: AdminClient, group: str, *entries: tuple[str, str | None, AlterConfigOpType]) -> None:
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry(name, value, incremental_operation=op) for name, value, op in entries])
+    next(iter(admin.incremental_alter_configs([resource]).values())).result(30)
+
+
+def test_group_configs_are_set_and_described_as_kafka(kafka_broker) -> None:
+    """GROUP config resources (KIP-848): a group id carries configs whether or not the group exists."""
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
+    group = uniq("grp")
+    described = _group_configs(admin, group)
+    assert len(described) == 17
+    assert (described["consumer.session.timeout.ms"].value, described["consumer.session.timeout.ms"].source) == \
+        ("45000", 5)  # DEFAULT_CONFIG
+    _alter_group(admin, group, ("consumer.session.timeout.ms", "50000", SET), ("share.isolation.level", "read_committed", SET))
+    described = _group_configs(admin, group)
+    entry = described["consumer.session.timeout.ms"]
+    assert (entry.value, entry.source) == ("50000", 8)  # DYNAMIC_GROUP_CONFIG
+    assert [(s.name, s.value) for s in entry.synonyms.values()] == \
+        [("consumer.session.timeout.ms", "50000"), ("group.consumer.session.timeout.ms", "45000")]
+    with pytest.raises(KafkaException) as exc:
+        _alter_group(admin, group, ("consumer.session.timeout.ms", "5", SET))
+    assert (exc.value.args[0].code(), exc.value.args[0].str()) == (
+        KafkaError.INVALID_CONFIG, "consumer.session.timeout.ms must be greater than or equal to "
+                                   "group.consumer.min.session.timeout.ms")
+    _alter_group(admin, group, ("share.isolation.level", None, DELETE))
+    described = _group_configs(admin, group)
+    assert described["share.isolation.level"].value == "read_uncommitted"
+    assert described["consumer.session.timeout.ms"].value == "50000"
+
+
+def test_group_configs_survive_a_restart(broker_factory) -> None:
+    broker = broker_factory()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    _alter_group(admin, "g", ("streams.num.standby.replicas", "2", SET))
+    broker.kill9()
+    broker.start()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    assert _group_configs(admin, "g")["streams.num.standby.replicas"].value == "2"

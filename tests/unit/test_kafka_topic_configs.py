@@ -3,7 +3,7 @@
 tests/data/kafka-4.3.1-configs.json is what Kafka 4.3.1 answered to DescribeConfigs: minikafka
 has the same 33 topic configs with the same types, defaults and broker synonyms.
 tests/data/kafka-4.3.1-topic-config-answers.json is what Kafka answered to CreateTopics for each
-config set to each of 31 values (bench/kafka/record-topic-config-answers.py): minikafka accepts
+config set to each of 31 values (bench/kafka/record-config-answers.py): minikafka accepts
 the same values and refuses the others with the same error code and message.
 """
 
@@ -13,14 +13,13 @@ import json
 from pathlib import Path
 
 import pytest
+from kafka_answers import differences, recorded
 
-from minikafka.config import ConfigError
 from minikafka.topic_config import TOPIC_CONFIGS, parse_topic_config, topic_config_type
 
 pytestmark = pytest.mark.unit
 
 RECORD = Path(__file__).resolve().parents[1] / "data" / "kafka-4.3.1-configs.json"
-ANSWERS = Path(__file__).resolve().parents[1] / "data" / "kafka-4.3.1-topic-config-answers.json"
 
 def _kafka_topic_configs() -> dict[str, dict]:
     return json.loads(RECORD.read_text())["topic"]
@@ -58,19 +57,9 @@ def test_describe_configs_gives_kafkas_types() -> None:
 
 
 def test_every_value_is_accepted_or_refused_in_kafkas_words() -> None:
-    answers = json.loads(ANSWERS.read_text())["answers"]
+    answers = recorded("kafka-4.3.1-topic-config-answers.json")
     assert len(answers) == 33 * 31
-    wrong = {}
-    for key, want in answers.items():
-        name, _, value = key.partition("=")
-        try:
-            parse_topic_config(name, value)
-            got = None
-        except ConfigError as exc:
-            got = [40, str(exc)]  # INVALID_CONFIG, as CreateTopics answers it
-        if got != want:
-            wrong[key] = (want, got)
-    assert wrong == {}
+    assert differences(answers, parse_topic_config) == {}
 
 
 def test_describe_configs_gives_kafkas_defaults_and_synonyms() -> None:

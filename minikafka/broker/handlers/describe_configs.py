@@ -9,10 +9,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
-from minikafka.broker.config_resources import RESOURCE_BROKER, RESOURCE_TOPIC
+from minikafka.broker.config_resources import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.config import PROPS
+from minikafka.group_config import GROUP_CONFIGS, render_default
 from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import ZERO_MS
@@ -25,6 +26,7 @@ from minikafka.topic_config import (
 )
 
 SOURCE_TOPIC_CONFIG = 1
+SOURCE_GROUP_CONFIG = 8  # DYNAMIC_GROUP_CONFIG
 SOURCE_STATIC_BROKER_CONFIG = 4
 SOURCE_DEFAULT_CONFIG = 5
 
@@ -73,6 +75,21 @@ def topic_config_entries(svc: BrokerServices, topic: str, overrides: Mapping[str
     return out
 
 
+def group_config_entries(overrides: Mapping[str, str]) -> list[ConfigEntry]:
+    """Every group config of a group id (known or not, as Kafka): its override where set, with the
+    broker property that gives the default as synonym."""
+    out = []
+    for name, d in sorted(GROUP_CONFIGS.items()):
+        default = (d.synonym, render_default(name), SOURCE_DEFAULT_CONFIG)
+        if name in overrides:
+            out.append(ConfigEntry(name, overrides[name], False, SOURCE_GROUP_CONFIG, TYPE_CODES[d.kind],
+                                   ((name, overrides[name], SOURCE_GROUP_CONFIG), default)))
+        else:
+            out.append(ConfigEntry(name, render_default(name), False, SOURCE_DEFAULT_CONFIG, TYPE_CODES[d.kind],
+                                   (default,)))
+    return out
+
+
 def broker_config_entries(svc: BrokerServices) -> list[ConfigEntry]:
     cfg = svc.config
     out = []
@@ -99,6 +116,9 @@ class DescribeConfigsHandler:
             if info is None:
                 return _err(r, ErrorCode.unknown_topic_or_partition, f"Topic {r.resource_name} does not exist")
             entries = topic_config_entries(self.svc, info.name, info.configs)
+        elif r.resource_type == RESOURCE_GROUP:
+            assert self.svc.group_configs is not None
+            entries = group_config_entries(self.svc.group_configs.get(r.resource_name))
         elif r.resource_type == RESOURCE_BROKER:
             if r.resource_name not in ("", str(self.svc.node_id)):
                 return _err(r, ErrorCode.invalid_request, f"Unexpected broker id {r.resource_name}")
