@@ -1,9 +1,12 @@
-"""structlog setup (called once, from __main__) and the fixed field vocabulary."""
+"""structlog setup (called once, from __main__), the fixed field vocabulary, and the levels of the
+named loggers, which a client may change at run time (BROKER_LOGGER config resources, as Kafka's
+log4j loggers; broker/broker_loggers.py is the door)."""
 
 from __future__ import annotations
 
 import logging
 import sys
+from typing import Any
 
 import structlog
 
@@ -16,20 +19,82 @@ API_VERSION = "api_version"
 CORRELATION_ID = "correlation_id"
 
 
+ROOT = "root"
+# The loggers minikafka creates (structlog.get_logger(name) across the package), and their parents.
+LOGGERS = ("minikafka", "minikafka.broker", "minikafka.coordinator", "minikafka.coordinator.group",
+           "minikafka.coordinator.transaction", "minikafka.storage")
+# Kafka's level names (log4j) -> Python's numeric levels.
+KAFKA_LEVELS = {"TRACE": 5, "DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING,
+                "ERROR": logging.ERROR, "FATAL": logging.CRITICAL}
+_METHOD_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "warn": logging.WARNING,
+                  "error": logging.ERROR, "exception": logging.ERROR, "critical": logging.CRITICAL,
+                  "fatal": logging.CRITICAL, "msg": logging.INFO}
+
+
+class LoggerLevels:
+    """The level of each named logger: its own where set, else its nearest parent's, else root's."""
+
+    def __init__(self, root: str = "INFO") -> None:
+        self.root = root
+        self._set: dict[str, str] = {}
+
+    def effective(self, name: str) -> str:
+        while name:
+            if name in self._set:
+                return self._set[name]
+            name = name.rpartition(".")[0]
+        return self.root
+
+    def set(self, name: str, level: str) -> None:
+        if name == ROOT:
+            self.root = level
+        else:
+            self._set[name] = level
+
+    def unset(self, name: str) -> None:
+        self._set.pop(name, None)
+
+    def drop_below_level(self, logger: Any, method_name: str, event_dict: Any) -> Any:
+        """A structlog processor: drop an event below its logger's level."""
+        name = getattr(logger, "minikafka_name", "")
+        if _METHOD_LEVELS.get(method_name, logging.INFO) < KAFKA_LEVELS[self.effective(name)]:
+            raise structlog.DropEvent
+        return event_dict
+
+
+LEVELS = LoggerLevels()
+
+
+class _NamedPrintLoggerFactory:
+    """structlog.PrintLoggerFactory that remembers the name given to get_logger (for the levels)."""
+
+    def __init__(self, file: Any) -> None:
+        self._file = file
+
+    def __call__(self, *args: Any) -> structlog.PrintLogger:
+        logger = structlog.PrintLogger(self._file)
+        logger.minikafka_name = str(args[0]) if args else ""  # type: ignore[attr-defined]
+        return logger
+
+
 def configure_logging(*, json: bool = False, level: str = "INFO") -> None:
     lvl = getattr(logging, level.upper(), logging.INFO)
+    LEVELS.root = {logging.DEBUG: "DEBUG", logging.WARNING: "WARN", logging.ERROR: "ERROR",
+                   logging.CRITICAL: "FATAL"}.get(lvl, "INFO")
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
     )
     structlog.configure(
         processors=[
+            LEVELS.drop_below_level,
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
             renderer,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(lvl),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        # Everything reaches the processors; LEVELS filters per logger (levels change at run time).
+        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),
+        logger_factory=_NamedPrintLoggerFactory(sys.stderr),
         cache_logger_on_first_use=True,
     )

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
+from minikafka.broker import broker_loggers
+from minikafka.broker.config_changes import ConfigChangeError
 from minikafka.broker.config_resources import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
@@ -119,6 +121,13 @@ class DescribeConfigsHandler:
         elif r.resource_type == RESOURCE_GROUP:
             assert self.svc.group_configs is not None
             entries = group_config_entries(self.svc.group_configs.get(r.resource_name))
+        elif r.resource_type == broker_loggers.RESOURCE_BROKER_LOGGER:
+            try:
+                broker_loggers.check_describe_name(r.resource_name, self.svc.node_id)
+            except ConfigChangeError as exc:
+                return _err(r, exc.error_code, str(exc))
+            entries = [ConfigEntry(name, level, False, broker_loggers.SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG,
+                                   broker_loggers.TYPE_UNKNOWN, ()) for name, level in broker_loggers.loggers()]
         elif r.resource_type == RESOURCE_BROKER:
             if r.resource_name not in ("", str(self.svc.node_id)):
                 return _err(r, ErrorCode.invalid_request, f"Unexpected broker id {r.resource_name}")
@@ -129,13 +138,14 @@ class DescribeConfigsHandler:
         configs = tuple(
             messages.DescribeConfigsResourceResult(
                 name=e.name, value=e.value, read_only=e.read_only, config_source=e.config_source,
-                is_sensitive=False, config_type=e.config_type, documentation=None,
+                is_sensitive=False, config_type=e.config_type, documentation="" if include_doc else None,
                 synonyms=tuple(messages.DescribeConfigsSynonym(name=n, value=v, source=s) for n, v, s in e.synonyms)
                 if include_synonyms else (),
             )
             for e in entries if keys is None or e.name in keys
         )
-        return messages.DescribeConfigsResult(error_code=ErrorCode.none, error_message=None,
+        # Kafka 4.3.1 answers an empty message, not null, for a described resource.
+        return messages.DescribeConfigsResult(error_code=ErrorCode.none, error_message="",
                                      resource_type=r.resource_type, resource_name=r.resource_name,
                                      configs=configs)
 
