@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 RUN_STAMP := $(VENV)/.run-stamp
 
-.PHONY: run test unit soak conformance bench docker compose-test clean
+.PHONY: run test unit soak conformance compat bench docker compose-test clean
 
 # `make run` needs only the broker's own dependencies; tests also need the test and spark extras.
 # Quiet on success (pip and setuptools talk a lot); on failure the whole install log is shown.
@@ -38,6 +38,13 @@ unit: $(STAMP)
 # tests/conftest.py fetches them once and starts one broker; without Java/Maven the tests skip).
 conformance: $(STAMP)
 	MINIKAFKA_TARGET=kafka $(BIN)/python -m pytest -q -rs -m "integration or kafka_reference"
+
+# Compatibility matrix (tests/compat/): nine client stacks x five scenarios against minikafka and Apache
+# Kafka 4.3.1, written to tests/compat/RESULTS.md; tests/compat/setup.sh installs the Go, npm, Debian and
+# Maven parts. ~10 min. A fast subset (the Python clients) runs in `make test` (test_compat_subset.py).
+compat: $(STAMP)
+	bash tests/compat/setup.sh
+	$(BIN)/python tests/compat/run.py $(COMPAT_ARGS)
 
 # Benchmark matrix (bench/README.md): minikafka vs Apache Kafka (Maven Central jars) vs Tansu, ~20-30 min
 # on 2 cores; results in bench/results/<date>-<host>/. Not part of `make test`. BENCH_ARGS="--pin" for the

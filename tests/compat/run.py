@@ -1,0 +1,161 @@
+"""`make compat`: every client program of clients/ runs every scenario of scenario.py against a
+minikafka broker and against Apache Kafka 4.3.1 from the bench/kafka recipe (--no-kafka: not), and
+the results are written as a Markdown table (tests/compat/RESULTS.md, linked from the README).
+
+    .venv/bin/python tests/compat/run.py [--no-kafka] [--clients confluent-kafka,franz-go] [--out FILE]
+
+A cell is `ok`, `FAILED` (with the program's one line in the notes), or `n/a` where the client has
+no API for the scenario (the program says so and exits 3). Each program gets 180 s per scenario.
+Programs whose toolchain is missing are reported as skipped with the reason, never silently left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "tests"), str(HERE)]
+
+from scenario import SCENARIOS  # noqa: E402
+
+PYTHON = sys.executable
+TIMEOUT_S = 180
+
+
+@dataclass(frozen=True)
+class Client:
+    name: str          # the column of the table
+    library: str       # what it is and where it comes from
+    command: list[str]  # argv before <scenario> <bootstrap> <prefix>
+    needs: str | None = None  # a file that must exist (a built binary), else the reason to skip
+
+
+KAFKA_LIBS = Path(os.environ.get("KAFKA_CACHE", REPO / ".cache" / "kafka")) / "4.3.1"
+
+
+def clients() -> list[Client]:
+    py = HERE / "clients"
+    go_bin = HERE / "go" / "bin"
+    node = HERE / "node"
+    java = ["java", "-Xmx256M", f"-Dlog4j2.configurationFile={REPO / 'bench' / 'kafka' / 'tools-log4j2.properties'}",
+            "-cp", str(KAFKA_LIBS / "tools" / "*"), str(HERE / "java" / "JavaClients.java")]
+    return [
+        Client("confluent-kafka", "confluent-kafka (librdkafka), PyPI", [PYTHON, str(py / "py_confluent.py")]),
+        Client("aiokafka", "aiokafka, PyPI", [PYTHON, str(py / "py_aiokafka.py")]),
+        Client("kafka-python", "kafka-python, PyPI", [PYTHON, str(py / "py_kafka_python.py")]),
+        Client("franz-go", "franz-go kgo + kadm, Go module proxy", [str(go_bin / "franz")], str(go_bin / "franz")),
+        Client("sarama", "IBM/sarama, Go module proxy", [str(go_bin / "sarama")], str(go_bin / "sarama")),
+        Client("kafkajs", "KafkaJS, npm", ["node", str(node / "kafkajs.js")], str(node / "node_modules" / "kafkajs")),
+        Client("java", "Apache Kafka kafka-clients 4.3.1, Maven Central", java,
+               str(KAFKA_LIBS / "tools" / "kafka-clients-4.3.1.jar")),
+        Client("kafka-cli", "Apache Kafka 4.3.1 command-line tools, Maven Central", [PYTHON, str(py / "kafka_cli.py")],
+               str(KAFKA_LIBS / "broker" / "kafka_2.13-4.3.1.jar")),
+        Client("kcat", "kcat, Debian", [PYTHON, str(py / "kcat.py")], shutil.which("kcat") or "/nonexistent/kcat"),
+    ]
+
+
+def run_cell(client: Client, scenario: str, bootstrap: str) -> tuple[str, str, float]:
+    prefix = f"c{uuid.uuid4().hex[:8]}"
+    start = time.monotonic()
+    env = {**os.environ, "PYTHONPATH": str(HERE / "clients")}
+    try:
+        proc = subprocess.run([*client.command, scenario, bootstrap, prefix], capture_output=True, text=True,
+                              timeout=TIMEOUT_S, env=env, cwd=HERE / "clients")
+    except subprocess.TimeoutExpired:
+        return "FAILED", f"no answer in {TIMEOUT_S} s", time.monotonic() - start
+    elapsed = time.monotonic() - start
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    last = lines[-1] if lines else (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+    if proc.returncode == 0:
+        return "ok", "", elapsed
+    if proc.returncode == 3:
+        return "n/a", last.removeprefix("n/a: "), elapsed
+    return "FAILED", last[:300], elapsed
+
+
+def run_matrix(bootstrap: str, chosen: list[Client]) -> dict[tuple[str, str], tuple[str, str, float]]:
+    results = {}
+    for client in chosen:
+        for scenario in SCENARIOS:
+            cell = run_cell(client, scenario, bootstrap)
+            results[(client.name, scenario)] = cell
+            print(f"{client.name:16} {scenario:16} {cell[0]:6} {cell[2]:6.1f}s {cell[1]}", flush=True)
+    return results
+
+
+def table(broker: str, results: dict[tuple[str, str], tuple[str, str, float]], chosen: list[Client]) -> list[str]:
+    out = [f"### {broker}", "", "| client | " + " | ".join(SCENARIOS) + " |",
+           "|---|" + "---|" * len(SCENARIOS)]
+    notes = []
+    for client in chosen:
+        cells = []
+        for scenario in SCENARIOS:
+            status, note, elapsed = results[(client.name, scenario)]
+            cells.append(f"{status} ({elapsed:.1f} s)" if status == "ok" else status)
+            if note:
+                notes.append(f"- {client.name} / {scenario}: {note}")
+        out.append(f"| {client.name} | " + " | ".join(cells) + " |")
+    return out + [""] + notes + [""]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--no-kafka", dest="kafka", action="store_false",
+                    help="run against minikafka only (default: also Apache Kafka 4.3.1)")
+    ap.add_argument("--clients", default="", help="comma-separated client names (default: all)")
+    ap.add_argument("--out", default=str(HERE / "RESULTS.md"))
+    args = ap.parse_args()
+    wanted = set(filter(None, args.clients.split(",")))
+    chosen, skipped = [], []
+    for c in clients():
+        if wanted and c.name not in wanted:
+            continue
+        if c.needs and not Path(c.needs).exists():
+            skipped.append(f"- {c.name}: not installed ({c.needs} missing; `make compat` installs it)")
+        else:
+            chosen.append(c)
+    sections = []
+    from minikafka.testing import BrokerProcess
+    broker = BrokerProcess(Path(tempfile.mkdtemp(prefix="compat-"))).start()  # the suite's settings
+    try:
+        sections += table("minikafka", run_matrix(broker.bootstrap, chosen), chosen)
+    finally:
+        broker.term()
+        shutil.rmtree(broker.data_dir, ignore_errors=True)
+    if args.kafka:
+        from kafka_ref import ApacheKafka, ensure_kafka_jars
+        ensure_kafka_jars()
+        data = Path(tempfile.mkdtemp(prefix="compat-kafka-"))
+        kafka = ApacheKafka().start(data)
+        try:
+            sections += table("Apache Kafka 4.3.1", run_matrix(kafka.bootstrap, chosen), chosen)
+        finally:
+            kafka.stop()
+            shutil.rmtree(data, ignore_errors=True)
+    head = ["# Compatibility matrix", "",
+            f"Written by `make compat` (tests/compat/run.py) on {datetime.date.today()}; the scenarios are "
+            "described in tests/compat/scenario.py. Each cell: ok with its wall time, FAILED (note below), "
+            "or n/a where the client has no API for it.", "",
+            "| client | library and source |", "|---|---|"]
+    head += [f"| {c.name} | {c.library} |" for c in chosen] + [""]
+    if skipped:
+        head += ["Not run:", *skipped, ""]
+    Path(args.out).write_text("\n".join(head + sections))
+    print(f"written {args.out}")
+    failed = [line for line in sections if "FAILED" in line]
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
