@@ -109,11 +109,34 @@ def table(broker: str, results: dict[tuple[str, str], tuple[str, str, float]], c
     return out + [""] + notes + [""]
 
 
+def run_kgo(bootstrap: str) -> list[str]:
+    """franz-go's own kgo test suite (its module from the Go proxy ships the tests) against the broker:
+    the counts, and every test that did not pass by name."""
+    if shutil.which("go") is None:
+        return ["### franz-go's kgo tests", "", "Not run: no Go toolchain.", ""]
+    env = {**os.environ, "KGO_SEEDS": bootstrap, "KGO_TEST_RF": "1"}
+    proc = subprocess.run(["go", "test", "-count=1", "-timeout", "20m", "-v", "github.com/twmb/franz-go/pkg/kgo"],
+                          cwd=HERE / "go", env=env, capture_output=True, text=True, timeout=1500)
+    lines = proc.stdout.splitlines()
+    passed = [ln.split()[2] for ln in lines if ln.startswith("--- PASS")]
+    failed = [ln.split()[2] for ln in lines if ln.startswith("--- FAIL")]
+    skipped = [ln.split()[2] for ln in lines if ln.startswith("--- SKIP")]
+    version = next((ln.split()[1] for ln in (HERE / "go" / "go.mod").read_text().splitlines()
+                    if "twmb/franz-go " in ln), "?")
+    print(f"kgo tests: {len(passed)} passed, {len(failed)} failed, {len(skipped)} skipped", flush=True)
+    return ["### franz-go's kgo tests against minikafka", "",
+            f"`go test github.com/twmb/franz-go/pkg/kgo` ({version}, KGO_SEEDS at the broker): "
+            f"{len(passed)} top-level tests passed, {len(failed)} failed, {len(skipped)} skipped"
+            + (f" (exit {proc.returncode})" if proc.returncode else "") + ".", "",
+            *(f"- failed: {t}" for t in failed), *(f"- skipped: {t}" for t in skipped), ""]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-kafka", dest="kafka", action="store_false",
                     help="run against minikafka only (default: also Apache Kafka 4.3.1)")
     ap.add_argument("--clients", default="", help="comma-separated client names (default: all)")
+    ap.add_argument("--no-kgo", dest="kgo", action="store_false", help="skip franz-go's own kgo test suite")
     ap.add_argument("--out", default=str(HERE / "RESULTS.md"))
     args = ap.parse_args()
     wanted = set(filter(None, args.clients.split(",")))
@@ -130,6 +153,8 @@ def main() -> None:
     broker = BrokerProcess(Path(tempfile.mkdtemp(prefix="compat-"))).start()  # the suite's settings
     try:
         sections += table("minikafka", run_matrix(broker.bootstrap, chosen), chosen)
+        if args.kgo:
+            sections += run_kgo(broker.bootstrap)
     finally:
         broker.term()
         shutil.rmtree(broker.data_dir, ignore_errors=True)
@@ -153,7 +178,7 @@ def main() -> None:
         head += ["Not run:", *skipped, ""]
     Path(args.out).write_text("\n".join(head + sections))
     print(f"written {args.out}")
-    failed = [line for line in sections if "FAILED" in line]
+    failed = [line for line in sections if "FAILED" in line or line.startswith("- failed:")]
     sys.exit(1 if failed else 0)
 
 
