@@ -8,6 +8,7 @@ spark/fetch-jars.sh into .cache/spark-jars/ (a no-op when cached).
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -55,3 +56,21 @@ def spark(spark_jars: list[Path], request: pytest.FixtureRequest) -> Iterator[An
         for q in session.streams.active:
             q.stop()
         session.stop()
+        # Spark pools its Kafka producers JVM-wide beyond session.stop() (evicted only by a
+        # once-a-minute thread): stop the JVM too, so no client of this module outlives it and
+        # retries a broker that is gone. The next module starts a fresh one.
+        from pyspark import SparkContext
+        gateway = SparkContext._gateway
+        if gateway is not None:
+            gateway.shutdown()
+            proc = getattr(gateway, "proc", None)
+            if proc is not None:  # PythonGatewayServer exits when its stdin closes
+                if proc.stdin is not None:
+                    proc.stdin.close()
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(10)
+            SparkContext._gateway = None
+            SparkContext._jvm = None
