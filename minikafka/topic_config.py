@@ -6,8 +6,8 @@ Theory of operation
   `parse_topic_config` parses and validates a value the way CreateTopics and (Incremental)
   AlterConfigs do, and refuses in Kafka's words: tests/unit/test_kafka_topic_configs.py compares
   every message with what Apache Kafka 4.3.1 answered for the same values.
-- Kafka renders the parsed value in its message (`-1.0` for a DOUBLE, the first bad item of a
-  list), so the validators receive parsed values and `_shown` renders them as Java would.
+- Parsing, validators and messages are Kafka's ConfigDef (config_def.py, shared with the group
+  configs); this module says which apply to which topic config.
 - `internal.segment.bytes` is Kafka's internal override of segment.bytes (no lower bound): it is
   how Kafka's own tests get small segments, and minikafka's suite uses it the same way. Like
   Kafka, DescribeConfigs lists it only on a topic that sets it.
@@ -20,65 +20,37 @@ Theory of operation
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from minikafka.config import LONG_MAX, ConfigError
+from minikafka.config_def import Check, at_least, between, one_of, parse_value
 
 if TYPE_CHECKING:
     from minikafka.config import BrokerConfig
 
-INT_MIN, INT_MAX = -(2**31), 2**31 - 1
-LONG_MIN = -(2**63)
-
 CLEANUP_POLICIES = ("compact", "delete")
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
-
-# A validator gets the parsed value and returns Kafka's reason, or None when the value is valid.
-Check = Callable[[Any], str | None]
-
-
-def _java_double(d: float) -> str:
-    """Double.toString: plain between 1e-3 and 1e7, else computerized scientific notation
-    (`9.223372036854776E18`), from the shortest digits that read back as d (as Java picks them)."""
-    if d != d or d in (float("inf"), float("-inf")):
-        return "NaN" if d != d else ("Infinity" if d > 0 else "-Infinity")
-    if d == 0 or 1e-3 <= abs(d) < 1e7:
-        return repr(float(d))
-    sign, digits, exponent = Decimal(repr(float(d))).normalize().as_tuple()
-    assert isinstance(exponent, int)
-    text = "".join(map(str, digits))
-    return f"{'-' if sign else ''}{text[0]}.{text[1:] or '0'}E{len(text) - 1 + exponent}"
-
-
-_JAVA_DOUBLE = re.compile(r"[+-]?(NaN|Infinity|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[fFdD]?)")
-
-
-def _shown(value: Any) -> str:
-    if isinstance(value, float):
-        return _java_double(value)
-    return str(value)
-
-
-def at_least(n: int) -> Check:
-    return lambda v: None if v >= n else f"Value must be at least {n}"
-
-
-def between(lo: int, hi: int) -> Check:
-    return lambda v: (f"Value must be at least {lo}" if v < lo
-                      else f"Value must be no more than {hi}" if v > hi else None)
-
-
-def one_of(options: Iterable[str]) -> Check:
-    options = tuple(options)
-    return lambda v: None if v in options else "String must be one of: " + ", ".join(options)
+SEGMENT_BYTES_MIN = 1024 * 1024  # Kafka 4.x's floor for segment.bytes
 
 
 def _gzip_level(v: int) -> str | None:
     return None if v == -1 or 1 <= v <= 9 else "Value must be between 1 and 9 or equal to -1"
+
+
+def _throttled_replicas(name: str) -> Check:
+    """ThrottledReplicaListValidator: `*`, or partition:broker pairs."""
+    def check(items: list[str]) -> str | None:
+        if items == ["*"] or all(_is_replica(x) for x in items):
+            return None
+        return (f"{name} must be the literal '*' or a list of replicas in the following format: "
+                "[partitionId]:[brokerId],[partitionId]:[brokerId],...")
+    return check
+
+
+def _is_replica(item: str) -> bool:
+    partition, sep, broker = item.partition(":")
+    return bool(sep) and partition.strip().isdigit() and broker.strip().isdigit()
 
 
 class TopicConfigDef(NamedTuple):
@@ -86,10 +58,8 @@ class TopicConfigDef(NamedTuple):
     kind: str                # Kafka's ConfigDef type: BOOLEAN STRING INT LONG DOUBLE LIST
     check: Check | None = None
     items: Check | None = None  # LIST: checked item by item, the first bad one named
+    default: Any = None         # the default where no broker property gives it
 
-
-_THROTTLED = ("must be the literal '*' or a list of replicas in the following format: "
-              "[partitionId]:[brokerId],[partitionId]:[brokerId],...")
 
 TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
     "cleanup.policy": TopicConfigDef("log.cleanup.policy", "LIST", items=one_of(CLEANUP_POLICIES)),
@@ -101,9 +71,11 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
     "file.delete.delay.ms": TopicConfigDef("log.segment.delete.delay.ms", "LONG", at_least(0)),
     "flush.messages": TopicConfigDef("log.flush.interval.messages", "LONG", at_least(1)),
     "flush.ms": TopicConfigDef("log.flush.interval.ms", "LONG", at_least(0)),
-    "follower.replication.throttled.replicas": TopicConfigDef(None, "LIST"),
+    "follower.replication.throttled.replicas": TopicConfigDef(
+        None, "LIST", _throttled_replicas("follower.replication.throttled.replicas"), default=""),
     "index.interval.bytes": TopicConfigDef("log.index.interval.bytes", "INT", at_least(0)),
-    "leader.replication.throttled.replicas": TopicConfigDef(None, "LIST"),
+    "leader.replication.throttled.replicas": TopicConfigDef(
+        None, "LIST", _throttled_replicas("leader.replication.throttled.replicas"), default=""),
     "local.retention.bytes": TopicConfigDef("log.local.retention.bytes", "LONG", at_least(-2)),
     "local.retention.ms": TopicConfigDef("log.local.retention.ms", "LONG", at_least(-2)),
     "max.compaction.lag.ms": TopicConfigDef("log.cleaner.max.compaction.lag.ms", "LONG", at_least(1)),
@@ -115,26 +87,20 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
     "min.compaction.lag.ms": TopicConfigDef("log.cleaner.min.compaction.lag.ms", "LONG", at_least(0)),
     "min.insync.replicas": TopicConfigDef("min.insync.replicas", "INT", at_least(1)),
     "preallocate": TopicConfigDef("log.preallocate", "BOOLEAN"),
-    "remote.log.copy.disable": TopicConfigDef(None, "BOOLEAN"),
-    "remote.log.delete.on.disable": TopicConfigDef(None, "BOOLEAN"),
-    "remote.storage.enable": TopicConfigDef(None, "BOOLEAN"),
+    "remote.log.copy.disable": TopicConfigDef(None, "BOOLEAN", default=False),
+    "remote.log.delete.on.disable": TopicConfigDef(None, "BOOLEAN", default=False),
+    "remote.storage.enable": TopicConfigDef(None, "BOOLEAN", default=False),
     "retention.bytes": TopicConfigDef("log.retention.bytes", "LONG"),
     "retention.ms": TopicConfigDef("log.retention.ms", "LONG", at_least(-1)),
-    "segment.bytes": TopicConfigDef("log.segment.bytes", "INT", at_least(1024 * 1024)),
+    "segment.bytes": TopicConfigDef("log.segment.bytes", "INT", at_least(SEGMENT_BYTES_MIN)),
     "segment.index.bytes": TopicConfigDef("log.index.size.max.bytes", "INT", at_least(4)),
-    "segment.jitter.ms": TopicConfigDef(None, "LONG", at_least(0)),
+    "segment.jitter.ms": TopicConfigDef(None, "LONG", at_least(0), default=0),
     "segment.ms": TopicConfigDef("log.roll.ms", "LONG", at_least(1)),
     "unclean.leader.election.enable": TopicConfigDef("unclean.leader.election.enable", "BOOLEAN"),
 }
 # Kafka's defineInternal keys: accepted and obeyed, described only where a topic sets them.
 INTERNAL_TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
     "internal.segment.bytes": TopicConfigDef(None, "INT"),
-}
-# Defaults of configs whose broker synonym is not a single property (or none exists).
-_FIXED_DEFAULTS: dict[str, Any] = {
-    "follower.replication.throttled.replicas": "", "leader.replication.throttled.replicas": "",
-    "remote.log.copy.disable": False, "remote.log.delete.on.disable": False, "remote.storage.enable": False,
-    "segment.jitter.ms": 0,
 }
 
 
@@ -149,20 +115,9 @@ def topic_defaults(config: BrokerConfig) -> dict[str, Any]:
         elif name == "flush.ms":
             v = config["log.flush.interval.ms"]
             out[name] = LONG_MAX if v is None else v
-        elif name in _FIXED_DEFAULTS:
-            out[name] = _FIXED_DEFAULTS[name]
         else:
-            out[name] = config[d.broker_prop] if d.broker_prop else None
+            out[name] = config[d.broker_prop] if d.broker_prop else d.default
     return out
-
-
-def render_config_value(v: Any) -> str | None:
-    """A parsed config value as Kafka renders it in DescribeConfigs (booleans lower case)."""
-    if v is None:
-        return None
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
 
 
 def topic_config_type(name: str) -> str:
@@ -174,29 +129,6 @@ def known_topic_config(name: str) -> bool:
     return name in TOPIC_CONFIGS or name in INTERNAL_TOPIC_CONFIGS
 
 
-def _parse_as(kind: str, raw: str) -> Any:
-    """ConfigDef.parseType: raises ValueError where Java's parser would refuse the string."""
-    text = raw.strip()
-    if kind == "BOOLEAN":
-        low = text.lower()
-        if low not in ("true", "false"):
-            raise ValueError(raw)
-        return low == "true"
-    if kind in ("INT", "LONG"):
-        if "_" in text:  # Python reads 1_000; Java does not
-            raise ValueError(raw)
-        n = int(text)
-        lo, hi = (INT_MIN, INT_MAX) if kind == "INT" else (LONG_MIN, LONG_MAX)
-        if not lo <= n <= hi:
-            raise ValueError(raw)
-        return n
-    if kind == "DOUBLE":
-        if not _JAVA_DOUBLE.fullmatch(text):  # Double.parseDouble's grammar, less hex
-            raise ValueError(raw)
-        return float(text.rstrip("fFdD").replace("Infinity", "inf"))
-    return text  # STRING, LIST (kept as the string the client sent, trimmed)
-
-
 def parse_topic_config(name: str, raw: str, *, validate: bool = True) -> Any:
     """The typed value of a topic config; raises ConfigError for an unknown name or a value Kafka
     refuses, in Kafka's words (what CreateTopics and the AlterConfigs APIs answer).
@@ -206,46 +138,16 @@ def parse_topic_config(name: str, raw: str, *, validate: bool = True) -> Any:
     d = TOPIC_CONFIGS.get(name) or INTERNAL_TOPIC_CONFIGS.get(name)
     if d is None:
         raise ConfigError(f"Unknown topic config name: {name}")
-    try:
-        value = _parse_as(d.kind, raw)
-    except ValueError:
-        reason = ("Expected value to be either true or false" if d.kind == "BOOLEAN"
-                  else f"Not a number of type {d.kind}")
-        raise ConfigError(f"Invalid value {raw} for configuration {name}: {reason}") from None
-    if not validate:
-        return value
-    if d.kind == "LIST":
-        _check_list(name, d, value)
-    elif d.check is not None:
-        reason = d.check(value)
-        if reason is not None:
-            raise ConfigError(f"Invalid value {_shown(value)} for configuration {name}: {reason}")
-    if name == "remote.storage.enable" and value:
+    value = parse_value(name, raw, d.kind, d.check, d.items, validate=validate)
+    if validate and name == "remote.storage.enable" and value:
+        # LogConfig.validate against the broker: this one has no tiered storage.
         raise ConfigError("Tiered Storage functionality is disabled in the broker. "
                           "Topic cannot be configured with remote log storage.")
     return value
 
 
-def _check_list(name: str, d: TopicConfigDef, value: str) -> None:
-    items = [x.strip() for x in value.split(",") if x.strip()]
-    if name.endswith(".throttled.replicas"):
-        if value.strip() == "*" or all(_is_replica(x) for x in items):
-            return
-        raise ConfigError(f"Invalid value [{', '.join(items)}] for configuration {name}: {name} {_THROTTLED}")
-    if d.items is not None:
-        for item in items:
-            reason = d.items(item)
-            if reason is not None:
-                raise ConfigError(f"Invalid value {item} for configuration {name}: {reason}")
-
-
-def _is_replica(item: str) -> bool:
-    partition, sep, broker = item.partition(":")
-    return bool(sep) and partition.strip().isdigit() and broker.strip().isdigit()
-
-
 def segment_size_config(size: int) -> dict[str, str]:
     """The config that gives a broker-made topic (an internal one) segments of `size` bytes:
     segment.bytes, or internal.segment.bytes below segment.bytes' 1 MiB floor (small segments in tests)."""
-    key = "segment.bytes" if size >= 1024 * 1024 else "internal.segment.bytes"
+    key = "segment.bytes" if size >= SEGMENT_BYTES_MIN else "internal.segment.bytes"
     return {key: str(size)}

@@ -16,12 +16,12 @@ from typing import Any
 from minikafka.broker.config_changes import ConfigChangeError, Rules
 from minikafka.broker.services import BrokerServices
 from minikafka.config import ConfigError
+from minikafka.config_def import render_config_value
 from minikafka.group_config import GROUP_CONFIGS, group_config_type, parse_group_config, render_default
 from minikafka.protocol.errors import ErrorCode
 from minikafka.topic_config import (
     known_topic_config,
     parse_topic_config,
-    render_config_value,
     topic_config_type,
     topic_defaults,
 )

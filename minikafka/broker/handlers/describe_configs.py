@@ -15,6 +15,7 @@ from minikafka.broker.config_resources import RESOURCE_BROKER, RESOURCE_GROUP, R
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.config import PROPS
+from minikafka.config_def import render_config_value
 from minikafka.group_config import GROUP_CONFIGS, render_default
 from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
@@ -22,7 +23,6 @@ from minikafka.protocol.types import ZERO_MS
 from minikafka.topic_config import (
     INTERNAL_TOPIC_CONFIGS,
     TOPIC_CONFIGS,
-    render_config_value,
     topic_config_type,
     topic_defaults,
 )
