@@ -41,7 +41,8 @@ conformance: $(STAMP)
 
 # Compatibility matrix (tests/compat/): nine client stacks x five scenarios against minikafka and Apache
 # Kafka 4.3.1, written to tests/compat/RESULTS.md; tests/compat/setup.sh installs the Go, npm, Debian and
-# Maven parts. ~12 min with franz-go's own kgo test suite against minikafka. A fast subset (the Python clients) runs in `make test` (test_compat_subset.py).
+# Maven parts. ~12 min with franz-go's own kgo test suite against minikafka. A fast subset (the Python
+# clients) runs in `make test` (tests/integration/test_compat_subset.py).
 compat: $(STAMP)
 	bash tests/compat/setup.sh
 	$(BIN)/python tests/compat/run.py $(COMPAT_ARGS)

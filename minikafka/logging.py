@@ -79,8 +79,7 @@ class _NamedPrintLoggerFactory:
 
 def configure_logging(*, json: bool = False, level: str = "INFO") -> None:
     lvl = getattr(logging, level.upper(), logging.INFO)
-    LEVELS.root = {logging.DEBUG: "DEBUG", logging.WARNING: "WARN", logging.ERROR: "ERROR",
-                   logging.CRITICAL: "FATAL"}.get(lvl, "INFO")
+    LEVELS.root = {v: k for k, v in KAFKA_LEVELS.items()}.get(lvl, "INFO")
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
     )

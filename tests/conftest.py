@@ -14,9 +14,9 @@ The Kafka broker is shared by the session: tests must use their own topic and gr
 from __future__ import annotations
 
 import gc
-import threading
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any

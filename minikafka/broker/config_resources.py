@@ -28,6 +28,7 @@ from minikafka.topic_config import (
 
 RESOURCE_TOPIC = 2  # Kafka's ConfigResource.Type codes, shared with DescribeConfigs
 RESOURCE_BROKER = 4
+RESOURCE_BROKER_LOGGER = 8
 RESOURCE_GROUP = 32
 
 
@@ -54,23 +55,27 @@ validate_group_config = _validator("group", GROUP_CONFIGS.__contains__, parse_gr
 Change = tuple[list[str], Callable[[dict[str, str], Rules], dict[str, str]]]
 
 
+def alter_resource(svc: BrokerServices, r: Any, validate_only: bool,
+                   change_of: Callable[[Any], Change]) -> tuple[Any, ErrorCode, str | None]:
+    """(resource, error code, error message) for one resource of an IncrementalAlterConfigs or
+    AlterConfigs request; the resource is changed all or nothing."""
+    names, compute = change_of(r)
+    try:
+        _change_resource(svc, int(r.resource_type), r.resource_name, names, compute, validate_only)
+    except ConfigChangeError as exc:
+        return r, exc.error_code, str(exc)
+    return r, ErrorCode.none, None
+
+
 def alter_resources(svc: BrokerServices, resources: Iterable[Any], validate_only: bool,
                     change_of: Callable[[Any], Change]) -> list[tuple[Any, ErrorCode, str | None]]:
-    """(resource, error code, error message) per resource of an IncrementalAlterConfigs or
-    AlterConfigs request; each resource is changed all or nothing."""
-    out = []
-    for r in resources:
-        names, compute = change_of(r)
-        try:
-            _change_resource(svc, int(r.resource_type), r.resource_name, names, compute, validate_only)
-            out.append((r, ErrorCode.none, None))
-        except ConfigChangeError as exc:
-            out.append((r, exc.error_code, str(exc)))
-    return out
+    return [alter_resource(svc, r, validate_only, change_of) for r in resources]
 
 
-def _change_resource(svc: BrokerServices, resource_type: int, resource_name: str, names: list[str],
-                     compute: Callable[[dict[str, str], Rules], dict[str, str]], validate_only: bool) -> None:
+def _stored(svc: BrokerServices, resource_type: int, resource_name: str
+            ) -> tuple[dict[str, str], Rules, Callable[[dict[str, str]], None]] | None:
+    """A resource whose overrides are stored: its current overrides, its rules, and how to save
+    new ones; None for other resource types."""
     if resource_type == RESOURCE_TOPIC:
         info = svc.logs.topics.get(resource_name)
         if info is None:
@@ -79,22 +84,25 @@ def _change_resource(svc: BrokerServices, resource_type: int, resource_name: str
         defaults = topic_defaults(svc.config)
         rules = Rules(type_of=topic_config_type, effective=lambda n: render_config_value(defaults.get(n)),
                       validate=validate_topic_config)
-        new = compute(dict(info.configs), rules)
-        if not validate_only:
-            try:
-                svc.logs.set_topic_configs(info.name, new)
-            except OSError as exc:
-                raise ConfigChangeError(ErrorCode.kafka_storage_error, f"Cannot persist the change: {exc}") from None
-        return
+        return dict(info.configs), rules, lambda new: svc.logs.set_topic_configs(info.name, new)
     if resource_type == RESOURCE_GROUP:
         # A group need not exist to carry configs (Kafka keeps them by group id).
         store = svc.group_configs
         assert store is not None
         rules = Rules(type_of=group_config_type, effective=render_default, validate=validate_group_config)
-        new = compute(store.get(resource_name), rules)
+        return store.get(resource_name), rules, lambda new: store.set(resource_name, new)
+    return None
+
+
+def _change_resource(svc: BrokerServices, resource_type: int, resource_name: str, names: list[str],
+                     compute: Callable[[dict[str, str], Rules], dict[str, str]], validate_only: bool) -> None:
+    stored = _stored(svc, resource_type, resource_name)
+    if stored is not None:
+        current, rules, save = stored
+        new = compute(current, rules)
         if not validate_only:
             try:
-                store.set(resource_name, new)
+                save(new)
             except OSError as exc:
                 raise ConfigChangeError(ErrorCode.kafka_storage_error, f"Cannot persist the change: {exc}") from None
         return

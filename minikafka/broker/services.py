@@ -31,8 +31,8 @@ class BrokerServices:
     groups: GroupCoordinator | None = None  # the classic group coordinator (set by app.py)
     txn: TransactionCoordinator | None = None  # the transaction coordinator (set by app.py)
     txn_topic: RecordLog | None = None  # __transaction_state (set by app.py)
-    # Called after each transaction marker is written: (partition, producer id, committed).
     group_configs: DynamicConfigStore | None = None  # GROUP config resources (set by app.py)
+    # Called after each transaction marker is written: (partition, producer id, committed).
     marker_listeners: list[Callable[[TopicPartition, int, bool], None]] = field(default_factory=list)
 
     @property

@@ -399,8 +399,8 @@ class PartitionLog:
         last_delta = sum(h.last_offset_delta + 1 for _, h in batches)
         reason = None
         # internal.segment.bytes overrides segment.bytes where set (Kafka's LogConfig.segmentSize).
-        limit = self.config.get("internal.segment.bytes") or self.config["segment.bytes"]
-        if seg.size + size > int(limit):
+        limit = self.config.get("internal.segment.bytes")
+        if seg.size + size > int(self.config["segment.bytes"] if limit is None else limit):
             reason = "size"
         elif self._time_waited_for_roll(seg, max_ts, now_ms) > int(self.config["segment.ms"]):
             reason = "time"

@@ -11,7 +11,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from minikafka.broker import broker_loggers
 from minikafka.broker.config_changes import ConfigChangeError
-from minikafka.broker.config_resources import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC
+from minikafka.broker.config_resources import RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_GROUP, RESOURCE_TOPIC
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.config import PROPS
@@ -121,7 +121,7 @@ class DescribeConfigsHandler:
         elif r.resource_type == RESOURCE_GROUP:
             assert self.svc.group_configs is not None
             entries = group_config_entries(self.svc.group_configs.get(r.resource_name))
-        elif r.resource_type == broker_loggers.RESOURCE_BROKER_LOGGER:
+        elif r.resource_type == RESOURCE_BROKER_LOGGER:
             try:
                 broker_loggers.check_describe_name(r.resource_name, self.svc.node_id)
             except ConfigChangeError as exc:

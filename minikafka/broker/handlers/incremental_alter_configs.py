@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from minikafka.broker import broker_loggers, config_changes
 from minikafka.broker.config_changes import ConfigChangeError
-from minikafka.broker.config_resources import Change, alter_resources
+from minikafka.broker.config_resources import RESOURCE_BROKER_LOGGER, Change, alter_resource
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.protocol import messages
@@ -24,8 +24,8 @@ class IncrementalAlterConfigsHandler:
     svc: BrokerServices
 
     async def __call__(self, ctx: RequestContext, req: Any) -> messages.IncrementalAlterConfigsResponse:
-        results = [self._broker_logger(r, req.validate_only) if r.resource_type == broker_loggers.RESOURCE_BROKER_LOGGER
-                   else alter_resources(self.svc, [r], req.validate_only, _change)[0] for r in req.resources]
+        results = [self._broker_logger(r, req.validate_only) if r.resource_type == RESOURCE_BROKER_LOGGER
+                   else alter_resource(self.svc, r, req.validate_only, _change) for r in req.resources]
         return messages.IncrementalAlterConfigsResponse(throttle_time=ZERO_MS, responses=tuple(
             messages.IncrementalAlterConfigsResourceResponse(error_code=code, error_message=message,
                                                              resource_type=r.resource_type,

@@ -101,16 +101,15 @@ class TransactionCoordinator:
         return affected
 
     async def repair_damaged(self, partitions: Iterable[int], data: DataPartitions,
-                             now_ms: Callable[[], int]) -> list[tuple[str, repair.Repair]]:
+                             now_ms: Callable[[], int]) -> None:
         """After `__transaction_state` partitions lost records: correct each id living there whose
         rebuilt state the data partitions contradict (repair.py), so that a completed transaction
         is never re-opened and no open data is left without a transaction to end it. One warning
         per id repaired, and one per hanging transaction no id accounts for."""
         damaged = set(partitions)
         if not damaged:
-            return []
+            return
         open_txns = data.open_transactions()
-        repaired = []
         for txn_id in sorted(t for t in self._cache if self.partition_for(t) in damaged):
             meta = self._cache[txn_id]
             markers = {tp: data.last_marker(tp.topic, tp.partition, meta.producer_id) for tp in meta.partitions}
@@ -121,13 +120,11 @@ class TransactionCoordinator:
                         rebuilt_state=meta.state.kafka_name, repaired_state=fix.transition.target.state.kafka_name,
                         producer_epoch=fix.transition.target.producer_epoch, evidence=fix.evidence.value)
             await self._apply(txn_id, fix.transition, now_ms)
-            repaired.append((txn_id, fix))
         for o in repair.hanging(open_txns, self._cache):
             log.warning("hanging_transaction", topic=o.topic, partition=o.partition, producer_id=o.producer_id,
                         producer_epoch=o.producer_epoch, first_offset=o.first_offset,
                         hint="its transactional id was lost with the damaged records; end it with "
                              "kafka-transactions.sh abort (it holds the last stable offset back)")
-        return repaired
 
     def resume_pending_markers(self, now_ms: Callable[[], int]) -> None:
         """Finish what was decided before a restart: PREPARE_* gets its markers again."""

@@ -48,7 +48,6 @@ class Action(enum.Enum):
     ADD_PARTITIONS = enum.auto()  # ONGOING again, listing the partitions that hold its data
 
 
-_OPEN_STATES = (TxnState.ONGOING,)
 _IDLE_STATES = (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
 
 # (rebuilt state, evidence) -> action; a pair not listed keeps the rebuilt state. PREPARE_* is
@@ -80,7 +79,7 @@ def classify(meta: TxnMetadata, open_parts: frozenset[TopicPartition],
     partition the rebuilt transaction lists)."""
     if meta.state in _IDLE_STATES:
         return Evidence.OPEN_DATA if open_parts else Evidence.NONE
-    if meta.state not in _OPEN_STATES:
+    if meta.state is not TxnState.ONGOING:
         return Evidence.NONE
     ours = [m for m in markers.values() if m is not None and m.producer_epoch >= meta.producer_epoch
             and m.timestamp_ms >= meta.last_update_ms]
