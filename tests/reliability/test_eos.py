@@ -134,8 +134,11 @@ def _run_eos(broker, *, n: int, partitions: int, target: str, hard: bool, group_
     create_topic(bootstrap, "input", partitions)
     create_topic(bootstrap, "output", partitions)
     seed_producer = producer(bootstrap, **{"enable.idempotence": True, "acks": "all"})
-    delivered = produce_all(seed_producer, "input", [{"value": str(i).encode(), "partition": i % partitions}
-                                                      for i in range(n)], timeout=120)
+    try:
+        delivered = produce_all(seed_producer, "input", [{"value": str(i).encode(), "partition": i % partitions}
+                                                          for i in range(n)], timeout=120)
+    finally:
+        seed_producer.close()  # seeded; a failure later must not leave it open beside a dead broker
     seeded: dict[int, list[int]] = {p: [] for p in range(partitions)}
     for m in sorted(delivered, key=lambda m: (m.partition(), m.offset())):
         seeded[m.partition()].append(int(m.value()))
