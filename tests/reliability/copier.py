@@ -18,6 +18,7 @@ copy (README, "Exactly-once copiers"):
   whatever the consumer hands back.
 - The offsets it commits with a transaction are computed from the records it copied, never from
   `position()`, which a stale reset may have moved.
+- Its reconnect backoff stays below its transaction timeout (see main()).
 
     python copier.py BOOTSTRAP TRANSACTIONAL_ID INPUT OUTPUT GROUP --partition P | --subscribe
                      [--max-per-txn 200] [--seed S] [--txn-timeout-ms 10000]
@@ -109,16 +110,22 @@ def main() -> int:
     # decommissioned broker handle as the group coordinator, so TxnOffsetCommit never leaves the
     # client after a broker bounce (seen in the debug log; a one-broker Apache Kafka triggers the
     # same path). With one broker there is nothing to re-bootstrap to, so the tests turn it off.
-    no_rebootstrap = {"metadata.recovery.strategy": "none"}
+    one_broker: dict[str, object] = {"metadata.recovery.strategy": "none"}
+    # librdkafka doubles its reconnect delay after every failed attempt and resets it only after a
+    # connection stayed up for reconnect.backoff.max.ms (10 s). Bounces a few seconds apart (the
+    # hard-bounce tests) push the delay to the transaction coordinator to 10 s, the transaction
+    # timeout of the CI tier: the broker then aborts the open transaction and fences the copier,
+    # as Kafka would (seen in loaded runs: "TxnCoordinator/1: Delaying next reconnect by 9999ms").
+    one_broker["reconnect.backoff.max.ms"] = 1000
     debug = {"debug": os.environ["COPIER_DEBUG"]} if os.environ.get("COPIER_DEBUG") else {}
     consumer = Consumer({
-        **debug, **no_rebootstrap,
+        **debug, **one_broker,
         "bootstrap.servers": args.bootstrap, "group.id": args.group, "enable.auto.commit": False,
         "auto.offset.reset": "earliest", "isolation.level": "read_committed",
         "session.timeout.ms": 10000, "heartbeat.interval.ms": 1000,
     })
     producer = Producer({
-        **debug, **no_rebootstrap,
+        **debug, **one_broker,
         "bootstrap.servers": args.bootstrap, "transactional.id": args.transactional_id,
         "transaction.timeout.ms": args.txn_timeout_ms, "batch.size": 512, "linger.ms": 5,
         "max.in.flight.requests.per.connection": 5,
