@@ -39,8 +39,13 @@ class CopierProc:
     reader: threading.Thread | None = None
 
     def start(self) -> None:
+        # COPIER_STDERR=path keeps each copier's stderr (with COPIER_DEBUG: librdkafka's debug log)
+        # in path.<transactional id>, one file per copier process.
+        where = os.environ.get("COPIER_STDERR")
+        stderr = open(f"{where}.{self.args[1]}" if where else os.devnull, "a")  # noqa: SIM115 - the child's
         self.proc = subprocess.Popen([sys.executable, str(COPIER), *self.args], stdout=subprocess.PIPE,
-                                     stderr=open(os.environ.get("COPIER_STDERR", os.devnull), "a"), text=True)
+                                     stderr=stderr, text=True)
+        stderr.close()
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
