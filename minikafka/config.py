@@ -152,6 +152,11 @@ PROPS: tuple[Prop, ...] = (
     Prop("log.local.retention.bytes", _int, -2, _ge(-2)),
     Prop("log.preallocate", _bool, False),
     Prop("cluster.id", _str, ""),
+    # Client quotas (minikafka/quota): the windows their rates are measured over.
+    Prop("quota.window.num", _int, 11, _ge(1)),
+    Prop("quota.window.size.seconds", _int, 1, _ge(1)),
+    Prop("controller.quota.window.num", _int, 11, _ge(1)),
+    Prop("controller.quota.window.size.seconds", _int, 1, _ge(1)),
 )
 
 # Apache Kafka properties that have no meaning for one Python process: accepted, ignored.

@@ -21,6 +21,7 @@ from minikafka.broker.purgatory import FetchPurgatory
 from minikafka.broker.request_memory import RequestMemoryPool
 from minikafka.broker.server import KafkaServer
 from minikafka.broker.services import BrokerServices
+from minikafka.broker.throttling import Throttler, quota_windows
 from minikafka.broker.txn_evidence import StoredDataPartitions
 from minikafka.clock import Clock, SystemClock
 from minikafka.config import BrokerConfig
@@ -30,7 +31,9 @@ from minikafka.coordinator.transaction.coordinator import TransactionCoordinator
 from minikafka.coordinator.transaction.txn_log import TOPIC as TXN_TOPIC
 from minikafka.faults import FaultInjector
 from minikafka.protocol.types import TopicPartition
+from minikafka.quota.manager import ClientQuotas
 from minikafka.storage.config_store import DynamicConfigStore
+from minikafka.storage.quota_store import CLIENT_QUOTAS_FILE, ClientQuotaStore
 from minikafka.storage.log_manager import LogManager
 from minikafka.storage.open_files import RESERVED_FDS, default_capacity, raise_fd_limit
 from minikafka.topic_config import parse_topic_config, segment_size_config, topic_defaults
@@ -64,6 +67,8 @@ class Broker:
         self.groups = build_group_coordinator(config, self.logs, on_created=self.services.watch_new_partitions)
         self.services.groups = self.groups
         self.services.group_configs = DynamicConfigStore(config.data_dir / GROUP_CONFIGS_FILE)
+        self.services.quota_store = ClientQuotaStore(config.data_dir / CLIENT_QUOTAS_FILE)
+        self.services.quotas = ClientQuotas(quota_windows(config), self.services.quota_store.entries)
         self.txn_topic = InternalTopicLog(
             self.logs, TXN_TOPIC, partitions=int(config["transaction.state.log.num.partitions"]),
             configs={"cleanup.policy": "compact", "compression.type": "uncompressed",
@@ -84,7 +89,8 @@ class Broker:
                                   now_ms=self.clock.now_ms, monotonic_ms=self.clock.monotonic_ms,
                                   memory=RequestMemoryPool(config.queued_max_request_bytes),
                                   max_connections=min(int(config["max.connections"]), socket_fds),
-                                  max_connections_per_ip=int(config["max.connections.per.ip"]))
+                                  max_connections_per_ip=int(config["max.connections.per.ip"]),
+                                  throttler=Throttler(self.services.quotas, self.clock.now_ms))
         self.fd_budget = {"fd_limit": fd_limit, "open_files": open_files, "connections": socket_fds}
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()

@@ -8,6 +8,8 @@ Theory of operation
   checked before anything is buffered for it.
 - A connection with no traffic for `connections.max.idle.ms` is closed by the server's sweeper
   (also one that stopped half-way through a frame).
+- Quotas: an answer that carries a throttle time mutes the connection for that long
+  (broker/throttling.py decides; nothing is read or handled meanwhile).
 - Memory: a frame's bytes are read only once the request memory pool (queued.max.request.bytes)
   granted its size; the grant is returned when the request was handled or the connection closed.
 """
@@ -21,8 +23,9 @@ from collections.abc import Callable
 import structlog
 
 from minikafka.broker.client_info import ClientInfo
-from minikafka.broker.dispatch import CloseConnection, HandlerRegistry, dispatch
+from minikafka.broker.dispatch import Answer, CloseConnection, HandlerRegistry, dispatch
 from minikafka.broker.request_memory import RequestMemoryPool
+from minikafka.broker.throttling import Throttler
 from minikafka.protocol.errors import FramingError
 from minikafka.protocol.framing import FrameDecoder
 
@@ -34,8 +37,10 @@ READ_CHUNK = 256 * 1024
 class Connection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  registry: HandlerRegistry, *, max_frame_size: int, now_ms: Callable[[], int],
-                 monotonic_ms: Callable[[], int], memory: RequestMemoryPool | None = None) -> None:
+                 monotonic_ms: Callable[[], int], memory: RequestMemoryPool | None = None,
+                 throttler: Throttler | None = None) -> None:
         self.reader = reader
+        self.throttler = throttler
         self.memory = memory
         self.writer = writer
         self.registry = registry
@@ -74,15 +79,17 @@ class Connection:
                     for frame in frames:
                         self.busy = True
                         try:
-                            response = await dispatch(self.registry, frame, self.conn_id, self.peer,
-                                                      self._now_ms(), self.client)
+                            answer = await dispatch(self.registry, frame, self.conn_id, self.peer,
+                                                    self._now_ms(), self.client, self.throttler)
+                            if answer.throttle_ms > 0:
+                                await self._throttle(answer)
+                            elif answer.data is not None:
+                                self.writer.write(answer.data)
                         except CloseConnection:
                             return
                         finally:
                             self.busy = False
                             self.last_active_ms = self._monotonic_ms()
-                        if response is not None:
-                            self.writer.write(response)
                         if self.closing:
                             break
                     del frames
@@ -99,6 +106,16 @@ class Connection:
                 self.memory.release(reserved)
             self.decoder.release_buffer()
             self.close()
+
+    async def _throttle(self, answer: Answer) -> None:
+        """A quota was exceeded: the connection reads (and handles) nothing for the throttle time,
+        as Kafka mutes the channel; clients too old to wait get the answer only afterwards."""
+        if answer.data is not None and not answer.delay_first:
+            self.writer.write(answer.data)
+            await self.writer.drain()
+        await asyncio.sleep(answer.throttle_ms / 1000)
+        if answer.data is not None and answer.delay_first:
+            self.writer.write(answer.data)
 
     def close(self) -> None:
         self.closing = True

@@ -7,8 +7,9 @@ registered handlers intersected with protocol.versions.SUPPORTED, so the two can
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Awaitable, Iterable
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, NamedTuple, Protocol
 
 import structlog
 from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
@@ -16,6 +17,7 @@ from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersio
 
 from minikafka.broker.client_info import ClientInfo
 from minikafka.broker.context import RequestContext
+from minikafka.broker.throttling import Throttler, client_throttles
 from minikafka.protocol import codec, versions
 from minikafka.protocol.errors import ErrorCode, FramingError, UnsupportedVersion
 
@@ -63,14 +65,24 @@ def unsupported_api_versions_response(correlation_id: int) -> bytes:
     return codec.encode_response(codec.API_VERSIONS_KEY, 0, correlation_id, body)
 
 
+class Answer(NamedTuple):
+    """One request's encoded response (None: none is sent, acks=0) and the time its connection
+    stays muted for a quota (delay_first: hold the response itself back for that long, for
+    clients too old to wait on their own)."""
+
+    data: bytes | None
+    throttle_ms: int = 0
+    delay_first: bool = False
+
+
 async def dispatch(registry: HandlerRegistry, frame: bytes, conn_id: int, peer: str,
-                   now_ms: int, client: ClientInfo) -> bytes | None:
+                   now_ms: int, client: ClientInfo, throttler: Throttler | None = None) -> Answer:
     """Decode, handle, encode one request. Raises CloseConnection when Kafka would close."""
     try:
         req = codec.decode_request(frame, registry.served)
     except UnsupportedVersion as exc:
         if exc.api_key == codec.API_VERSIONS_KEY:
-            return unsupported_api_versions_response(exc.correlation_id)  # KIP-511: negotiation
+            return Answer(unsupported_api_versions_response(exc.correlation_id))  # KIP-511: negotiation
         _warn_unsupported(registry, client, exc, conn_id, peer, codec.peek_client_id(frame))
         raise CloseConnection(str(exc)) from None
     except FramingError as exc:
@@ -82,8 +94,15 @@ async def dispatch(registry: HandlerRegistry, frame: bytes, conn_id: int, peer: 
     ctx = RequestContext(conn_id, peer, req.api_key, req.api_version, req.correlation_id,
                          req.client_id, now_ms, req.body)
     body = versions.upgrade(req.body)
+    throttling = throttler is not None and throttler.active
+    busy_ns = 0
     try:
-        response = await handler(ctx, body)
+        if throttling:
+            assert throttler is not None
+            body = throttler.prepare(req.api_key, req.client_id, body)
+            response, busy_ns = await throttler.run(handler(ctx, body))
+        else:
+            response = await handler(ctx, body)
     except CloseConnection:
         raise
     except Exception:
@@ -92,6 +111,22 @@ async def dispatch(registry: HandlerRegistry, frame: bytes, conn_id: int, peer: 
         response = _error_response(handler, body, ErrorCode.unknown_server_error)
         if response is None:
             raise CloseConnection("handler failed and the API has no top-level error code") from None
+    throttle_ms = 0
+    if throttling:
+        assert throttler is not None
+        started = time.perf_counter_ns()
+        data = _encode(req, response)
+        done = throttler.finish(req.api_key, req.client_id, len(frame), response, len(data or b""),
+                                busy_ns + time.perf_counter_ns() - started)
+        throttle_ms = done.throttle_ms
+        if done.response is not response:
+            data = _encode(req, done.response)
+    else:
+        data = _encode(req, response)
+    return Answer(data, throttle_ms, throttle_ms > 0 and not client_throttles(req.api_key, req.api_version))
+
+
+def _encode(req: Any, response: Any) -> bytes | None:
     if response is None:
         return None
     return codec.encode_response(req.api_key, req.api_version, req.correlation_id,

@@ -11,6 +11,7 @@ import structlog
 from minikafka.broker.connection import Connection
 from minikafka.broker.dispatch import HandlerRegistry
 from minikafka.broker.request_memory import RequestMemoryPool
+from minikafka.broker.throttling import Throttler
 
 log = structlog.get_logger("minikafka.broker")
 
@@ -19,8 +20,9 @@ class KafkaServer:
     def __init__(self, registry: HandlerRegistry, *, host: str, port: int, max_frame_size: int,
                  idle_ms: int, now_ms: Callable[[], int], monotonic_ms: Callable[[], int],
                  memory: RequestMemoryPool | None = None, max_connections: int = 2**31 - 1,
-                 max_connections_per_ip: int = 2**31 - 1) -> None:
+                 max_connections_per_ip: int = 2**31 - 1, throttler: Throttler | None = None) -> None:
         self.registry = registry
+        self.throttler = throttler
         self.memory = memory
         self.max_connections = max_connections
         self.max_connections_per_ip = max_connections_per_ip
@@ -54,11 +56,21 @@ class KafkaServer:
             self._reject(ip, limit)
             writer.close()
             return
+        if self.throttler is not None:
+            wait_ms = self.throttler.quotas.connection_throttle_ms(ip, self._now_ms())
+            if wait_ms > 0:
+                # connection_creation_rate (KIP-612): Kafka holds the refused connection open for
+                # the throttle time and then closes it, so the client backs off.
+                self.rejected += 1
+                await asyncio.sleep(wait_ms / 1000)
+                writer.close()
+                return
         if self._rejecting is not None:
             log.info("connections_accepted_again", rejected=self.rejected)
             self._rejecting = None
         conn = Connection(reader, writer, self.registry, max_frame_size=self.max_frame_size,
-                          now_ms=self._now_ms, monotonic_ms=self._monotonic_ms, memory=self.memory)
+                          now_ms=self._now_ms, monotonic_ms=self._monotonic_ms, memory=self.memory,
+                          throttler=self.throttler)
         task = asyncio.current_task()
         assert task is not None
         self.connections[conn] = task

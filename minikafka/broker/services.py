@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from minikafka.broker.purgatory import FetchPurgatory
@@ -15,8 +15,10 @@ from minikafka.coordinator.transaction.coordinator import TransactionCoordinator
 from minikafka.faults import NO_FAULTS, FaultInjector
 from minikafka.protocol import versions
 from minikafka.protocol.types import TopicPartition
+from minikafka.quota.manager import ClientQuotas
 from minikafka.storage.config_store import DynamicConfigStore
 from minikafka.storage.log_manager import LogManager, TopicError, TopicInfo
+from minikafka.storage.quota_store import ClientQuotaStore
 
 
 @dataclass
@@ -32,6 +34,8 @@ class BrokerServices:
     txn: TransactionCoordinator | None = None  # the transaction coordinator (set by app.py)
     txn_topic: RecordLog | None = None  # __transaction_state (set by app.py)
     group_configs: DynamicConfigStore | None = None  # GROUP config resources (set by app.py)
+    quotas: ClientQuotas = field(default_factory=ClientQuotas)  # client quotas (set by app.py)
+    quota_store: ClientQuotaStore | None = None  # where they persist (set by app.py)
     # Called after each transaction marker is written: (partition, producer id, committed).
     marker_listeners: list[Callable[[TopicPartition, int, bool], None]] = field(default_factory=list)
 
@@ -42,6 +46,11 @@ class BrokerServices:
     @property
     def cluster_id(self) -> str:
         return self.logs.cluster_id
+
+    def save_client_quotas(self, entries: Mapping[tuple[tuple[str, str | None], ...], Mapping[str, float]]) -> None:
+        """Persist every client quota before it takes effect (raises OSError when the disk refuses)."""
+        if self.quota_store is not None:
+            self.quota_store.save(entries)
 
     def auto_create_topic(self, name: str) -> TopicInfo | None:
         """Create a topic on first use (auto.create.topics.enable), as Kafka does for Metadata."""

@@ -16,11 +16,13 @@ from minikafka.broker.handlers.create_topics import CreateTopicsHandler
 # group coordinator APIs (issue 3)
 from minikafka.broker.handlers.delete_groups import DeleteGroupsHandler
 from minikafka.broker.handlers.delete_topics import DeleteTopicsHandler
+from minikafka.broker.handlers.describe_client_quotas import DescribeClientQuotasHandler
 from minikafka.broker.handlers.describe_cluster import DescribeClusterHandler
 from minikafka.broker.handlers.describe_configs import DescribeConfigsHandler
 from minikafka.broker.handlers.describe_groups import DescribeGroupsHandler
 from minikafka.broker.handlers.describe_producers import DescribeProducersHandler
 from minikafka.broker.handlers.describe_transactions import DescribeTransactionsHandler
+from minikafka.broker.handlers.describe_user_scram_credentials import DescribeUserScramCredentialsHandler
 from minikafka.broker.handlers.end_txn import EndTxnHandler
 from minikafka.broker.handlers.fetch import FetchHandler
 from minikafka.broker.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
@@ -41,6 +43,7 @@ from minikafka.broker.handlers.produce import ProduceHandler
 from minikafka.broker.handlers.sync_group import SyncGroupHandler
 from minikafka.broker.handlers.txn_offset_commit import TxnOffsetCommitHandler
 from minikafka.broker.handlers.write_txn_markers import WriteTxnMarkersHandler
+from minikafka.broker.handlers.alter_client_quotas import AlterClientQuotasHandler
 from minikafka.broker.handlers.alter_configs import AlterConfigsHandler
 from minikafka.broker.handlers.alter_partition_reassignments import AlterPartitionReassignmentsHandler
 from minikafka.broker.handlers.create_acls import CreateAclsHandler
@@ -84,6 +87,9 @@ def admin_handlers(svc: BrokerServices) -> list[Handler]:
         ListPartitionReassignmentsHandler(svc),
         IncrementalAlterConfigsHandler(svc),
         AlterConfigsHandler(svc),
+        DescribeClientQuotasHandler(svc),
+        AlterClientQuotasHandler(svc),
+        DescribeUserScramCredentialsHandler(svc),
     ]
 
 

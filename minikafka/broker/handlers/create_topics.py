@@ -12,9 +12,9 @@ from typing import Any, ClassVar
 from minikafka.broker.context import RequestContext
 from minikafka.broker.handlers.describe_configs import topic_config_entries
 from minikafka.broker.services import BrokerServices
+from minikafka.broker.throttling import THROTTLING_QUOTA_EXCEEDED_MESSAGE, MutationQuota, mutation_quota
 from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.types import ZERO_MS
 from minikafka.storage.log_manager import TopicError
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -30,15 +30,16 @@ class CreateTopicsHandler:
         for t in req.topics:
             seen[t.name] = seen.get(t.name, 0) + 1
         results = []
+        quota = mutation_quota(self.svc.quotas, self.api_key, ctx.api_version, ctx.client_id, self.svc.clock.now_ms())
         for t in req.topics:
             if seen[t.name] > 1:
                 results.append(_err(t.name, ErrorCode.invalid_request,
                                     f"Create topics request from client contains multiple entries for {t.name}"))
                 continue
-            results.append(self._create(t, req.validate_only))
-        return messages.CreateTopicsResponse(throttle_time=ZERO_MS, topics=tuple(results))
+            results.append(self._create(t, req.validate_only, quota))
+        return messages.CreateTopicsResponse(throttle_time=quota.throttle_time(), topics=tuple(results))
 
-    def _create(self, t: Any, validate_only: bool) -> messages.CreatableTopicResult:
+    def _create(self, t: Any, validate_only: bool, quota: MutationQuota) -> messages.CreatableTopicResult:
         cfg = self.svc.config
         if t.assignments:
             partitions = len(t.assignments)
@@ -55,9 +56,17 @@ class CreateTopicsHandler:
             return _err(t.name, ErrorCode.invalid_replication_factor,
                         f"Unable to replicate the partition {replication} time(s): The target replication "
                         f"factor of {replication} cannot be reached because only 1 broker(s) are registered.")
+        configs = {c.name: c.value for c in t.configs}
         try:
-            info = self.svc.logs.create_topic(t.name, partitions, {c.name: c.value for c in t.configs},
-                                              now_ms=self.svc.clock.now_ms(), validate_only=validate_only)
+            if quota.applies:
+                # Kafka counts the partitions against controller_mutation_rate once the topic
+                # passed every other check, and refuses it (strict versions) when used up.
+                self.svc.logs.create_topic(t.name, partitions, configs, now_ms=self.svc.clock.now_ms(),
+                                           validate_only=True)
+                if not quota.admit(partitions):
+                    return _err(t.name, ErrorCode.throttling_quota_exceeded, THROTTLING_QUOTA_EXCEEDED_MESSAGE)
+            info = self.svc.logs.create_topic(t.name, partitions, configs, now_ms=self.svc.clock.now_ms(),
+                                              validate_only=validate_only)
         except TopicError as exc:
             return _err(t.name, exc.error_code, str(exc))
         if not validate_only:
@@ -72,6 +81,6 @@ class CreateTopicsHandler:
                                     replication_factor=replication, configs=configs)
 
 
-def _err(name: str, code: ErrorCode, message: str) -> messages.CreatableTopicResult:
+def _err(name: str, code: ErrorCode, message: str | None) -> messages.CreatableTopicResult:
     return messages.CreatableTopicResult(name=name, topic_id=ZERO_UUID, error_code=code, error_message=message,
                                 configs=None)
