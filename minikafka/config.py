@@ -9,6 +9,7 @@ quorum settings) is accepted and ignored; any other key is a startup error.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -159,8 +160,20 @@ PROPS: tuple[Prop, ...] = (
     Prop("controller.quota.window.size.seconds", _int, 1, _ge(1)),
 )
 
-# Apache Kafka properties that have no meaning for one Python process: accepted, ignored.
-IGNORED: frozenset[str] = frozenset({
+def _kafka_broker_configs() -> dict[str, tuple[int, str | None, bool, bool]]:
+    """Kafka 4.3.1's broker configs: name -> (ConfigType code, default, read_only, sensitive),
+    recorded from a real broker by bench/kafka/record-broker-configs.py."""
+    doc = json.loads(Path(__file__).with_name("kafka_broker_configs.json").read_text(encoding="utf-8"))
+    return {name: (int(t), default, bool(ro), bool(sensitive)) for name, (t, default, ro, sensitive, _) in
+            doc["configs"].items()}
+
+
+KAFKA_BROKER_CONFIGS = _kafka_broker_configs()
+
+# Apache Kafka properties that have no meaning for one Python process: accepted, ignored (and
+# described with the value given). Every broker config Kafka 4.3 defines is one, unless minikafka
+# implements it (PROPS), plus a few older names still found in server.properties files.
+_LEGACY_IGNORED: frozenset[str] = frozenset({
     "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
     "controller.listener.names", "inter.broker.listener.name", "listener.security.protocol.map",
     "num.network.threads", "num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",
@@ -171,8 +184,8 @@ IGNORED: frozenset[str] = frozenset({
     "group.coordinator.rebalance.protocols", "auto.leader.rebalance.enable",
     "log.message.format.version", "inter.broker.protocol.version", "metric.reporters",
 })
-
-_BY_NAME: dict[str, Prop] = {p.name: p for p in PROPS}
+PROPS_BY_NAME: dict[str, Prop] = {p.name: p for p in PROPS}
+IGNORED: frozenset[str] = _LEGACY_IGNORED | frozenset(n for n in KAFKA_BROKER_CONFIGS if n not in PROPS_BY_NAME)
 
 
 def parse_properties_text(text: str) -> dict[str, str]:
@@ -207,6 +220,7 @@ class BrokerConfig:
     port: int
     advertised_host: str
     advertised_port: int
+    ignored: Mapping[str, str] = dataclasses.field(default_factory=dict)  # accepted, ignored, as given
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
@@ -251,10 +265,12 @@ class BrokerConfig:
         """
         props = dict(properties or {})
         values: dict[str, Any] = {p.name: p.default for p in PROPS}
+        ignored: dict[str, str] = {}
         for key, raw in props.items():
             if key in IGNORED:
+                ignored[key] = raw
                 continue
-            prop = _BY_NAME.get(key)
+            prop = PROPS_BY_NAME.get(key)
             if prop is None:
                 raise ConfigError(f"unknown property {key!r}")
             try:
@@ -293,7 +309,7 @@ class BrokerConfig:
             first_dir = (values["log.dirs"] or values["log.dir"]).split(",")[0].strip()
             path = Path(first_dir)
         return cls(values=values, explicit=frozenset(props), data_dir=path, host=bind_host, port=bind_port,
-                   advertised_host=adv_host, advertised_port=adv_port)
+                   advertised_host=adv_host, advertised_port=adv_port, ignored=ignored)
 
 
 def load(

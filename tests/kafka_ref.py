@@ -18,6 +18,7 @@ into ``${KAFKA_CACHE:-<repo>/.cache/kafka}``; the broker is ``bench/kafka/run-ka
 from __future__ import annotations
 
 import atexit
+import contextlib
 import filecmp
 import json
 import os
@@ -25,8 +26,11 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 KAFKA_BENCH_DIR = REPO_ROOT / "bench" / "kafka"
@@ -383,3 +387,33 @@ def kafka_tool(main_class: str, *args: str, timeout: float = 300.0) -> subproces
     return subprocess.run(
         [str(RUN_TOOL), main_class, *args], capture_output=True, text=True, timeout=timeout, check=False
     )
+
+
+def kafka_configs(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Kafka's kafka-configs.sh (kafka.admin.ConfigCommand, in the broker jars) against `bootstrap`;
+    skips the test when Java (or Maven for a first fetch) is missing."""
+    jars_or_skip("kafka-configs")
+    classpath = str(kafka_cache_dir() / kafka_version() / "broker" / "*")
+    return subprocess.run(["java", "-Xmx256M", "-cp", classpath, "kafka.admin.ConfigCommand",
+                           "--bootstrap-server", bootstrap, *args],
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+@contextlib.contextmanager
+def scratch_broker(kafka: bool) -> Iterator[Any]:
+    """A throw-away broker in a temporary dir, Apache Kafka or minikafka (for the bench/kafka
+    recorders)."""
+    data = Path(tempfile.mkdtemp())
+    if kafka:
+        broker = ApacheKafka().start(data)
+        try:
+            yield broker
+        finally:
+            broker.stop()
+        return
+    from minikafka.testing import BrokerProcess
+    mk = BrokerProcess(data).start()
+    try:
+        yield mk
+    finally:
+        mk.term()

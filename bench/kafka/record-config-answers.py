@@ -12,12 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
+from kafka_ref import scratch_broker  # noqa: E402
 from confluent_kafka.admin import (  # noqa: E402
     AdminClient,
     AlterConfigOpType,
@@ -87,24 +87,16 @@ def main() -> None:
     ap.add_argument("--minikafka", action="store_true", help="compare minikafka with the record")
     args = ap.parse_args()
     if args.minikafka:
-        from minikafka.testing import BrokerProcess
-        broker = BrokerProcess(Path(tempfile.mkdtemp())).start()
-        try:
+        with scratch_broker(kafka=False) as broker:
             got = {RECORD: answers(broker.bootstrap), GROUP_RECORD: group_answers(broker.bootstrap)}
-        finally:
-            broker.term()
         for record, mine in got.items():
             want = json.loads(record.read_text())["answers"]
             diff = {k: (want.get(k), mine[k]) for k in mine if want.get(k) != mine[k]}
             print(json.dumps(diff, indent=1))
             print(f"{record.name}: {len(mine) - len(diff)} of {len(mine)} answers match Kafka")
         return
-    from kafka_ref import ApacheKafka
-    kafka = ApacheKafka().start(Path(tempfile.mkdtemp()))
-    try:
+    with scratch_broker(kafka=True) as kafka:
         topics, groups = answers(kafka.bootstrap), group_answers(kafka.bootstrap)
-    finally:
-        kafka.stop()
     about = {RECORD: "CreateTopics(validate_only) on Apache Kafka 4.3.1 with one topic config set to each value",
              GROUP_RECORD: "IncrementalAlterConfigs SET on GROUP resource g1 on Apache Kafka 4.3.1, one group "
                            "config at a time (reset after each success)"}

@@ -23,6 +23,7 @@ from minikafka.broker.server import KafkaServer
 from minikafka.broker.services import BrokerServices
 from minikafka.broker.throttling import Throttler, quota_windows
 from minikafka.broker.txn_evidence import StoredDataPartitions
+from minikafka.broker_config import with_dynamic
 from minikafka.clock import Clock, SystemClock
 from minikafka.config import BrokerConfig
 from minikafka.coordinator.group.offsets_log import TOPIC as OFFSETS_TOPIC
@@ -39,6 +40,7 @@ from minikafka.storage.open_files import RESERVED_FDS, default_capacity, raise_f
 from minikafka.topic_config import parse_topic_config, segment_size_config, topic_defaults
 
 GROUP_CONFIGS_FILE = "minikafka-group-configs.json"  # the GROUP config resources' overrides
+BROKER_CONFIGS_FILE = "minikafka-broker-configs.json"  # dynamic BROKER configs ("" and the node id)
 
 log = structlog.get_logger("minikafka.broker")
 # How often the internal topics are checked for a rolled segment to compact (cheap: a length test).
@@ -47,6 +49,12 @@ COMPACTION_CHECK_MS = 1000
 
 class Broker:
     def __init__(self, config: BrokerConfig, clock: Clock | None = None) -> None:
+        # Dynamic broker configs (set with IncrementalAlterConfigs) override server.properties from
+        # the start, as in Kafka; everything below is built with them in force.
+        broker_configs = DynamicConfigStore(config.data_dir / BROKER_CONFIGS_FILE)
+        static_values = dict(config.values)
+        config = with_dynamic(config, static_values,
+                              {**broker_configs.get(""), **broker_configs.get(str(config.node_id))})
         self.config = config
         self.clock = clock or SystemClock()
         # File descriptors: the soft limit goes up to the hard one; half of what is left after a
@@ -67,6 +75,8 @@ class Broker:
         self.groups = build_group_coordinator(config, self.logs, on_created=self.services.watch_new_partitions)
         self.services.groups = self.groups
         self.services.group_configs = DynamicConfigStore(config.data_dir / GROUP_CONFIGS_FILE)
+        self.services.broker_configs = broker_configs
+        self.services.static_values = static_values
         self.services.quota_store = ClientQuotaStore(config.data_dir / CLIENT_QUOTAS_FILE)
         self.services.quotas = ClientQuotas(quota_windows(config), self.services.quota_store.entries)
         self.txn_topic = InternalTopicLog(

@@ -4,8 +4,9 @@ both handlers; the change itself is config_changes.py, pure).
 
 Topic resources are changed as Kafka changes them (persisted with the topic, in force at once);
 group resources (KIP-848 group configs) are kept per group id in the data dir.
-Broker resources: minikafka has no dynamic broker configs yet, so every broker change is refused
-as Kafka refuses a static one ("Cannot update these configs dynamically: [...]").
+Broker resources ("" for the cluster default, or the node id) take the configs Kafka can change at
+runtime (broker_config.py), kept in the data dir; a static one is refused as Kafka refuses it
+("Cannot update these configs dynamically: [...]").
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from typing import Any
 
 from minikafka.broker.config_changes import ConfigChangeError, Rules
 from minikafka.broker.services import BrokerServices
+from minikafka.broker_config import broker_config_type, broker_entries, parse_broker_config
+from minikafka.broker_config import dynamic as dynamic_broker_config
+from minikafka.broker_config import known as known_broker_config
 from minikafka.config import ConfigError
 from minikafka.config_def import render_config_value
 from minikafka.group_config import GROUP_CONFIGS, group_config_type, parse_group_config, render_default
@@ -48,6 +52,16 @@ def _validator(kind: str, known: Callable[[str], bool], parse: Callable[[str, st
 
 
 validate_topic_config = _validator("topic", known_topic_config, parse_topic_config)
+
+
+def validate_broker_config(name: str, value: str | None) -> None:
+    """Broker configs: any name (Kafka keeps names it does not define, for plugins); a value its
+    type refuses is INVALID_REQUEST, as Kafka 4.3.1 answers for brokers (INVALID_CONFIG elsewhere)."""
+    if value is not None and known_broker_config(name):
+        try:
+            parse_broker_config(name, value)
+        except ConfigError as exc:
+            raise ConfigChangeError(ErrorCode.invalid_request, str(exc)) from None
 validate_group_config = _validator("group", GROUP_CONFIGS.__contains__, parse_group_config)
 
 
@@ -85,6 +99,24 @@ def _stored(svc: BrokerServices, resource_type: int, resource_name: str
         rules = Rules(type_of=topic_config_type, effective=lambda n: render_config_value(defaults.get(n)),
                       validate=validate_topic_config)
         return dict(info.configs), rules, lambda new: svc.logs.set_topic_configs(info.name, new)
+    if resource_type == RESOURCE_BROKER:
+        if resource_name not in ("", str(svc.node_id)):
+            raise ConfigChangeError(ErrorCode.invalid_request, f"Unexpected broker id {resource_name}")
+        store = svc.broker_configs
+        assert store is not None
+
+        def effective(name: str) -> str | None:
+            for e in broker_entries(svc.config, svc.dynamic_broker_layers(), {}):
+                if e.name == name:
+                    return e.value
+            return None
+
+        def save(new: dict[str, str]) -> None:
+            store.set(resource_name, new)
+            svc.apply_broker_configs()
+
+        rules = Rules(type_of=broker_config_type, effective=effective, validate=validate_broker_config)
+        return store.get(resource_name), rules, save
     if resource_type == RESOURCE_GROUP:
         # A group need not exist to carry configs (Kafka keeps them by group id).
         store = svc.group_configs
@@ -96,6 +128,11 @@ def _stored(svc: BrokerServices, resource_type: int, resource_name: str
 
 def _change_resource(svc: BrokerServices, resource_type: int, resource_name: str, names: list[str],
                      compute: Callable[[dict[str, str], Rules], dict[str, str]], validate_only: bool) -> None:
+    if resource_type == RESOURCE_BROKER:
+        static = sorted(n for n in names if not dynamic_broker_config(n))
+        if static:
+            raise ConfigChangeError(ErrorCode.invalid_request,
+                                    f"Cannot update these configs dynamically: [{', '.join(static)}]")
     stored = _stored(svc, resource_type, resource_name)
     if stored is not None:
         current, rules, save = stored
@@ -106,9 +143,4 @@ def _change_resource(svc: BrokerServices, resource_type: int, resource_name: str
             except OSError as exc:
                 raise ConfigChangeError(ErrorCode.kafka_storage_error, f"Cannot persist the change: {exc}") from None
         return
-    if resource_type == RESOURCE_BROKER:
-        if resource_name not in ("", str(svc.node_id)):
-            raise ConfigChangeError(ErrorCode.invalid_request, f"Unexpected broker id {resource_name}")
-        raise ConfigChangeError(ErrorCode.invalid_request,
-                                f"Cannot update these configs dynamically: [{', '.join(sorted(names))}]")
     raise ConfigChangeError(ErrorCode.invalid_request, f"Unsupported resource type {resource_type}")

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from minikafka.broker.purgatory import FetchPurgatory
+from minikafka.broker_config import with_dynamic
 from minikafka.clock import Clock
 from minikafka.config import BrokerConfig
 from minikafka.coordinator.group.coordinator import GroupCoordinator
@@ -19,6 +20,7 @@ from minikafka.quota.manager import ClientQuotas
 from minikafka.storage.config_store import DynamicConfigStore
 from minikafka.storage.log_manager import LogManager, TopicError, TopicInfo
 from minikafka.storage.quota_store import ClientQuotaStore
+from minikafka.topic_config import topic_defaults
 
 
 @dataclass
@@ -34,6 +36,8 @@ class BrokerServices:
     txn: TransactionCoordinator | None = None  # the transaction coordinator (set by app.py)
     txn_topic: RecordLog | None = None  # __transaction_state (set by app.py)
     group_configs: DynamicConfigStore | None = None  # GROUP config resources (set by app.py)
+    broker_configs: DynamicConfigStore | None = None  # dynamic BROKER configs, "" and node id (app.py)
+    static_values: Mapping[str, object] = field(default_factory=dict)  # the config before them (app.py)
     quotas: ClientQuotas = field(default_factory=ClientQuotas)  # client quotas (set by app.py)
     quota_store: ClientQuotaStore | None = None  # where they persist (set by app.py)
     # Called after each transaction marker is written: (partition, producer id, committed).
@@ -46,6 +50,20 @@ class BrokerServices:
     @property
     def cluster_id(self) -> str:
         return self.logs.cluster_id
+
+    def dynamic_broker_layers(self) -> dict[str, str]:
+        """The dynamic broker configs in force: the cluster default, overridden per broker."""
+        store = self.broker_configs
+        if store is None:
+            return {}
+        return {**store.get(""), **store.get(str(self.node_id))}
+
+    def apply_broker_configs(self) -> None:
+        """Put the dynamic broker configs in force: the broker's config, and the topic defaults
+        every topic without its own override follows."""
+        self.config = with_dynamic(self.config, self.static_values or self.config.values,
+                                   self.dynamic_broker_layers())
+        self.logs.set_topic_defaults(topic_defaults(self.config))
 
     def save_client_quotas(self, entries: Mapping[tuple[tuple[str, str | None], ...], Mapping[str, float]]) -> None:
         """Persist every client quota before it takes effect (raises OSError when the disk refuses)."""

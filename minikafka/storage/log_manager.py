@@ -338,6 +338,17 @@ class LogManager:
             self.logs[TopicPartition(name, p)].config = cfg
         log.info("topic_configs_changed", topic=name, overrides=dict(valid))
 
+    def set_topic_defaults(self, defaults: Mapping[str, Any]) -> None:
+        """New broker-level topic defaults (a dynamic broker config changed): in force at once for
+        every partition, except where its topic overrides them."""
+        self.topic_defaults = dict(defaults)
+        for name, info in self.topics.items():
+            cfg = self.topic_config(name, info)
+            for p in range(info.partitions):
+                plog = self.logs.get(TopicPartition(name, p))
+                if plog is not None:
+                    plog.config = cfg
+
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
         for info in self.topics.values():
             if info.topic_id == topic_id:

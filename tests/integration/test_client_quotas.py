@@ -11,12 +11,11 @@ a rate is measured over one second rather than Kafka's default ten and the tests
 from __future__ import annotations
 
 import socket
-import subprocess
 import time
 from collections.abc import Sequence
 
 from clients import consumer, create_topic, producer, uniq
-from kafka_ref import jars_or_skip, kafka_cache_dir, kafka_version
+from kafka_ref import kafka_configs
 from kio.schema.alter_client_quotas.v1.request import AlterClientQuotasRequest, EntityData, EntryData, OpData
 from kio.schema.describe_client_quotas.v1.request import DescribeClientQuotasRequest
 from rawclient import ConnectionClosed, RawClient, api_versions_v3, create_topics_v7
@@ -24,15 +23,6 @@ from rawclient import ConnectionClosed, RawClient, api_versions_v3, create_topic
 from minikafka.protocol.errors import ErrorCode
 
 SHORT_WINDOWS = {"quota.window.num": "2", "quota.window.size.seconds": "1"}
-
-
-def _configs_tool(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """Kafka's kafka-configs.sh (kafka.admin.ConfigCommand) from the cached Kafka jars."""
-    jars_or_skip("kafka-configs")
-    classpath = str(kafka_cache_dir() / kafka_version() / "broker" / "*")
-    return subprocess.run(["java", "-Xmx256M", "-cp", classpath, "kafka.admin.ConfigCommand",
-                           "--bootstrap-server", bootstrap, *args],
-                          capture_output=True, text=True, timeout=120, check=False)
 
 
 def _alter(bootstrap: str, entity: Sequence[tuple[str, str | None]], **quotas: float | None) -> None:
@@ -56,21 +46,21 @@ def _describe(bootstrap: str) -> dict[tuple[tuple[str, str | None], ...], dict[s
 def test_kafka_configs_sets_describes_and_removes_client_quotas(kafka_broker) -> None:
     b = kafka_broker.bootstrap
     client = uniq("quota-client")
-    done = _configs_tool(b, "--alter", "--entity-type", "clients", "--entity-name", client, "--add-config",
+    done = kafka_configs(b, "--alter", "--entity-type", "clients", "--entity-name", client, "--add-config",
                          "producer_byte_rate=1024,consumer_byte_rate=2048,request_percentage=12.5")
     assert done.returncode == 0, done.stderr
-    described = _configs_tool(b, "--describe", "--entity-type", "clients", "--entity-name", client)
+    described = kafka_configs(b, "--describe", "--entity-type", "clients", "--entity-name", client)
     # The order is Kafka's (HashMaps on both sides): the broker must list the values as Kafka does.
     assert described.stdout.strip() == (f"Quota configs for client-id '{client}' are consumer_byte_rate=2048.0, "
                                         "request_percentage=12.5, producer_byte_rate=1024.0")
-    refused = _configs_tool(b, "--alter", "--entity-type", "clients", "--entity-name", client, "--add-config",
+    refused = kafka_configs(b, "--alter", "--entity-type", "clients", "--entity-name", client, "--add-config",
                             "producer_byte_rate=1.5")
     assert refused.returncode != 0
     assert "InvalidRequestException: producer_byte_rate cannot be a fractional value." in refused.stderr
-    removed = _configs_tool(b, "--alter", "--entity-type", "clients", "--entity-name", client, "--delete-config",
+    removed = kafka_configs(b, "--alter", "--entity-type", "clients", "--entity-name", client, "--delete-config",
                             "producer_byte_rate,consumer_byte_rate,request_percentage")
     assert removed.returncode == 0, removed.stderr
-    described = _configs_tool(b, "--describe", "--entity-type", "clients", "--entity-name", client)
+    described = kafka_configs(b, "--describe", "--entity-type", "clients", "--entity-name", client)
     assert described.stdout.strip() == ""  # an entity without quotas is not listed at all
 
 
@@ -78,16 +68,16 @@ def test_kafka_configs_user_quotas(kafka_broker) -> None:
     """Describing users also asks for their SCRAM credentials (DescribeUserScramCredentials)."""
     b = kafka_broker.bootstrap
     user = uniq("quota-user")
-    done = _configs_tool(b, "--alter", "--entity-type", "users", "--entity-name", user,
+    done = kafka_configs(b, "--alter", "--entity-type", "users", "--entity-name", user,
                          "--entity-type", "clients", "--entity-default", "--add-config", "producer_byte_rate=4096")
     assert done.returncode == 0, done.stderr
-    done = _configs_tool(b, "--alter", "--entity-type", "users", "--entity-name", user, "--add-config",
+    done = kafka_configs(b, "--alter", "--entity-type", "users", "--entity-name", user, "--add-config",
                          "consumer_byte_rate=100")
     assert done.returncode == 0, done.stderr
-    described = _configs_tool(b, "--describe", "--entity-type", "users", "--entity-name", user)
+    described = kafka_configs(b, "--describe", "--entity-type", "users", "--entity-name", user)
     assert described.returncode == 0, described.stderr
     assert described.stdout.strip() == f"Quota configs for user-principal '{user}' are consumer_byte_rate=100.0"
-    described = _configs_tool(b, "--describe", "--entity-type", "users", "--entity-name", user,
+    described = kafka_configs(b, "--describe", "--entity-type", "users", "--entity-name", user,
                               "--entity-type", "clients", "--entity-default")
     assert described.stdout.strip() == (f"Quota configs for user-principal '{user}', the default client-id are "
                                         "producer_byte_rate=4096.0")

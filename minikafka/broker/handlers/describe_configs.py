@@ -1,4 +1,5 @@
-"""DescribeConfigs (API 32): topic configs (overrides and defaults) and the broker's properties.
+"""DescribeConfigs (API 32): topic configs (overrides and defaults), group configs, broker loggers
+and the broker's configs (Kafka's 340, minikafka/broker_config.py).
 
 Sources and types use Kafka's enum values (messages.DescribeConfigsResponse.ConfigSource / ConfigType).
 """
@@ -14,7 +15,7 @@ from minikafka.broker.config_changes import ConfigChangeError
 from minikafka.broker.config_resources import RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_GROUP, RESOURCE_TOPIC
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
-from minikafka.config import PROPS
+from minikafka.broker_config import broker_entries, cluster_default_entries
 from minikafka.config_def import render_config_value
 from minikafka.group_config import GROUP_CONFIGS, render_default
 from minikafka.protocol import messages
@@ -45,15 +46,7 @@ class ConfigEntry(NamedTuple):
     config_source: int
     config_type: int
     synonyms: tuple[tuple[str, str | None, int], ...]
-
-
-def _type_of(v: Any) -> int:
-    """A broker property's type, guessed from its value (topic configs have theirs named)."""
-    if isinstance(v, bool):
-        return TYPE_BOOLEAN
-    if isinstance(v, int):
-        return TYPE_LONG if abs(v) > 2**31 - 1 or v in (-1,) else TYPE_INT
-    return TYPE_STRING
+    sensitive: bool = False
 
 
 def topic_config_entries(svc: BrokerServices, topic: str, overrides: Mapping[str, str]) -> list[ConfigEntry]:
@@ -92,15 +85,17 @@ def group_config_entries(overrides: Mapping[str, str]) -> list[ConfigEntry]:
     return out
 
 
-def broker_config_entries(svc: BrokerServices) -> list[ConfigEntry]:
-    cfg = svc.config
-    out = []
-    for prop in PROPS:
-        v = cfg[prop.name]
-        source = SOURCE_STATIC_BROKER_CONFIG if prop.name in cfg.explicit else SOURCE_DEFAULT_CONFIG
-        out.append(ConfigEntry(prop.name, render_config_value(v), True, source, _type_of(v),
-                               ((prop.name, render_config_value(v), source),)))
-    return out
+def broker_config_entries(svc: BrokerServices, resource_name: str) -> list[ConfigEntry]:
+    """Kafka's 340 broker configs for the node id; only the cluster-wide dynamic defaults for ""."""
+    store = svc.broker_configs
+    cluster_default = store.get("") if store is not None else {}
+    if resource_name == "":
+        entries = cluster_default_entries(cluster_default)
+    else:
+        per_broker = store.get(str(svc.node_id)) if store is not None else {}
+        entries = broker_entries(svc.config, per_broker, cluster_default)
+    return [ConfigEntry(e.name, e.value, e.read_only, e.source, e.type_code, e.synonyms, e.sensitive)
+            for e in entries]
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,14 +126,14 @@ class DescribeConfigsHandler:
         elif r.resource_type == RESOURCE_BROKER:
             if r.resource_name not in ("", str(self.svc.node_id)):
                 return _err(r, ErrorCode.invalid_request, f"Unexpected broker id {r.resource_name}")
-            entries = broker_config_entries(self.svc)
+            entries = broker_config_entries(self.svc, r.resource_name)
         else:
             return _err(r, ErrorCode.invalid_request, f"Unsupported resource type {r.resource_type}")
         keys = set(r.configuration_keys) if r.configuration_keys else None
         configs = tuple(
             messages.DescribeConfigsResourceResult(
                 name=e.name, value=e.value, read_only=e.read_only, config_source=e.config_source,
-                is_sensitive=False, config_type=e.config_type, documentation="" if include_doc else None,
+                is_sensitive=e.sensitive, config_type=e.config_type, documentation="" if include_doc else None,
                 synonyms=tuple(messages.DescribeConfigsSynonym(name=n, value=v, source=s) for n, v, s in e.synonyms)
                 if include_synonyms else (),
             )
