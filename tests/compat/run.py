@@ -57,6 +57,8 @@ def clients() -> list[Client]:
         Client("franz-go", "franz-go kgo + kadm, Go module proxy", [str(go_bin / "franz")], str(go_bin / "franz")),
         Client("sarama", "IBM/sarama, Go module proxy", [str(go_bin / "sarama")], str(go_bin / "sarama")),
         Client("kafkajs", "KafkaJS, npm", ["node", str(node / "kafkajs.js")], str(node / "node_modules" / "kafkajs")),
+        Client("platformatic", "@platformatic/kafka, npm", ["node", str(node / "platformatic.js")],
+               str(node / "node_modules" / "@platformatic" / "kafka")),
         Client("java", "Apache Kafka kafka-clients 4.3.1, Maven Central", java,
                str(KAFKA_LIBS / "tools" / "kafka-clients-4.3.1.jar")),
         Client("kafka-cli", "Apache Kafka 4.3.1 command-line tools, Maven Central", [PYTHON, str(py / "kafka_cli.py")],

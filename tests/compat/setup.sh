@@ -14,7 +14,7 @@ fi
 if command -v npm >/dev/null; then
   (cd "$here/node" && npm install --no-audit --no-fund --silent) || echo "compat: npm install failed"
 else
-  echo "compat: no npm: kafkajs is not run"
+  echo "compat: no npm: the Node clients (KafkaJS, @platformatic/kafka) are not run"
 fi
 if ! command -v kcat >/dev/null; then
   if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
