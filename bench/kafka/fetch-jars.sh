@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Resolve Apache Kafka's jars from Maven Central into the jar cache, and nothing else.
-# Usage: fetch-jars.sh [all|broker|tools]     (default: all)
+# Usage: fetch-jars.sh [all|broker|tools|apps]     (default: all = broker and tools)
 #   broker: kafka_2.13 + deps  -> kafka.Kafka, kafka.tools.StorageTool
 #   tools:  kafka-tools + deps -> org.apache.kafka.tools.DumpLogSegments, TransactionsCommand, perf tools
+#   apps:   kafka-streams, connect-runtime/-file/-mirror -> the compat matrix's Streams, Connect, MM2
 # Env: KAFKA_VERSION (default from pom-broker.xml), KAFKA_CACHE (default <repo>/.cache/kafka),
 #      MVN (default mvn). Idempotent: a complete cache dir is reused without running Maven
 #      (a stamp holding a copy of the POM marks it complete; editing the POM refetches).
@@ -13,11 +14,11 @@ set -euo pipefail
 what=${1:-all}
 case "$what" in
   all) parts="broker tools" ;;
-  broker|tools) parts=$what ;;
-  *) echo "usage: $0 [all|broker|tools]" >&2; exit 2 ;;
+  broker|tools|apps) parts=$what ;;
+  *) echo "usage: $0 [all|broker|tools|apps]" >&2; exit 2 ;;
 esac
 
-fetch_one() {  # $1 = broker|tools
+fetch_one() {  # $1 = broker|tools|apps
   local part=$1 pom="$KAFKA_HERE/pom-$1.xml" dir="$KAFKA_CACHE/$KAFKA_VERSION/$1"
   local stamp="$dir/.complete"
   if [ -f "$stamp" ] && cmp -s "$pom" "$stamp"; then return 0; fi

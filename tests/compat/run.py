@@ -111,6 +111,61 @@ def table(broker: str, results: dict[tuple[str, str], tuple[str, str, float]], c
     return out + [""] + notes + [""]
 
 
+APPS = HERE / "apps"
+APP_TIMEOUT_S = 420
+# Applications, each run once per broker: (row, program). MirrorMaker 2 needs both brokers at once.
+SINGLE_BROKER_APPS = (
+    ("Kafka Streams exactly_once_v2 word count, kill -9 and restart", "streams_eos.py"),
+    ("Kafka Connect distributed worker, exactly-once file source, kill -9 and restart", "connect_eos.py"),
+)
+
+
+def run_app(argv: list[str]) -> tuple[str, str, float]:
+    start = time.monotonic()
+    try:
+        proc = subprocess.run([PYTHON, *argv], capture_output=True, text=True, timeout=APP_TIMEOUT_S, cwd=APPS)
+    except subprocess.TimeoutExpired:
+        return "FAILED", f"no answer in {APP_TIMEOUT_S} s", time.monotonic() - start
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    last = lines[-1] if lines else (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+    return ("ok", "", time.monotonic() - start) if proc.returncode == 0 else \
+        ("FAILED", last[:300], time.monotonic() - start)
+
+
+def run_apps(bootstrap: str) -> dict[str, tuple[str, str, float]]:
+    out = {}
+    for row, program in SINGLE_BROKER_APPS:
+        out[row] = cell = run_app([str(APPS / program), bootstrap, f"a{uuid.uuid4().hex[:8]}"])
+        print(f"{row[:40]:40} {cell[0]:6} {cell[2]:6.1f}s {cell[1]}", flush=True)
+    return out
+
+
+def run_mirrors(minikafka: str, kafka: str) -> dict[str, tuple[str, str, float]]:
+    out = {}
+    for row, src, dst in (("MirrorMaker 2, minikafka to Apache Kafka", minikafka, kafka),
+                          ("MirrorMaker 2, Apache Kafka to minikafka", kafka, minikafka)):
+        out[row] = cell = run_app([str(APPS / "mm2.py"), src, dst, f"m{uuid.uuid4().hex[:8]}"])
+        print(f"{row[:40]:40} {cell[0]:6} {cell[2]:6.1f}s {cell[1]}", flush=True)
+    return out
+
+
+def apps_table(on_minikafka: dict, on_kafka: dict, mirrors: dict) -> list[str]:
+    def show(cell: tuple[str, str, float] | None) -> str:
+        if cell is None:
+            return "not run"
+        return f"{cell[0]} ({cell[2]:.0f} s)" if cell[0] == "ok" else cell[0]
+
+    out = ["### Applications", "", "| application | minikafka | Apache Kafka 4.3.1 |", "|---|---|---|"]
+    notes = []
+    for row, _ in SINGLE_BROKER_APPS:
+        out.append(f"| {row} | {show(on_minikafka.get(row))} | {show(on_kafka.get(row))} |")
+    for row, cell in mirrors.items():
+        out.append(f"| {row} | {show(cell)} (both brokers) | |")
+    for where, cells in (("minikafka", on_minikafka), ("Apache Kafka", on_kafka), ("both", mirrors)):
+        notes += [f"- {row} ({where}): {cell[1]}" for row, cell in cells.items() if cell[1]]
+    return out + [""] + notes + [""]
+
+
 def run_kgo(bootstrap: str) -> list[str]:
     """franz-go's own kgo test suite (its module from the Go proxy ships the tests) against the broker:
     the counts, and every test that did not pass by name."""
@@ -139,6 +194,8 @@ def main() -> None:
                     help="run against minikafka only (default: also Apache Kafka 4.3.1)")
     ap.add_argument("--clients", default="", help="comma-separated client names (default: all)")
     ap.add_argument("--no-kgo", dest="kgo", action="store_false", help="skip franz-go's own kgo test suite")
+    ap.add_argument("--no-apps", dest="apps", action="store_false",
+                    help="skip the applications (Kafka Streams, Kafka Connect, MirrorMaker 2)")
     ap.add_argument("--out", default=str(HERE / "RESULTS.md"))
     args = ap.parse_args()
     wanted = set(filter(None, args.clients.split(",")))
@@ -151,10 +208,13 @@ def main() -> None:
         else:
             chosen.append(c)
     sections = []
+    apps: dict = {"minikafka": {}, "kafka": {}, "mirrors": {}}
     from minikafka.testing import BrokerProcess
     broker = BrokerProcess(Path(tempfile.mkdtemp(prefix="compat-"))).start()  # the suite's settings
     try:
         sections += table("minikafka", run_matrix(broker.bootstrap, chosen), chosen)
+        if args.apps:
+            apps["minikafka"] = run_apps(broker.bootstrap)
         if args.kgo:
             sections += run_kgo(broker.bootstrap)
     finally:
@@ -167,9 +227,19 @@ def main() -> None:
         kafka = ApacheKafka().start(data)
         try:
             sections += table("Apache Kafka 4.3.1", run_matrix(kafka.bootstrap, chosen), chosen)
+            if args.apps:
+                apps["kafka"] = run_apps(kafka.bootstrap)
+                mk = BrokerProcess(Path(tempfile.mkdtemp(prefix="compat-mm2-"))).start()
+                try:
+                    apps["mirrors"] = run_mirrors(mk.bootstrap, kafka.bootstrap)
+                finally:
+                    mk.term()
+                    shutil.rmtree(mk.data_dir, ignore_errors=True)
         finally:
             kafka.stop()
             shutil.rmtree(data, ignore_errors=True)
+    if args.apps:
+        sections += apps_table(apps["minikafka"], apps["kafka"], apps["mirrors"])
     head = ["# Compatibility matrix", "",
             f"Written by `make compat` (tests/compat/run.py) on {datetime.date.today()}; the scenarios are "
             "described in tests/compat/scenario.py. Each cell: ok with its wall time, FAILED (note below), "

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what `make compat` runs, each from its ecosystem's own registry: the Go programs (franz-go,
-# sarama) from the Go module proxy, KafkaJS from npm, kcat from Debian, Kafka 4.3.1's jars (Java
-# clients and command-line tools) from Maven Central. The Python clients come with the test extras.
+# sarama) from the Go module proxy, KafkaJS and @platformatic/kafka from npm, kcat from Debian, Kafka
+# 4.3.1's jars (Java clients, command-line tools, Streams, Connect, MirrorMaker 2) from Maven Central. The Python clients come with the test extras.
 # A toolchain that is missing is reported; run.py then lists its client as not installed.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,6 +25,7 @@ if ! command -v kcat >/dev/null; then
 fi
 if command -v java >/dev/null; then
   "$repo/bench/kafka/fetch-jars.sh" tools && "$repo/bench/kafka/fetch-jars.sh" broker || echo "compat: Kafka jars not fetched"
+  "$repo/bench/kafka/fetch-jars.sh" apps || echo "compat: Kafka Streams / Connect / MirrorMaker jars not fetched"
 else
   echo "compat: no Java: the Java clients and Kafka's tools are not run"
 fi

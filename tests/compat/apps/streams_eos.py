@@ -1,0 +1,132 @@
+"""Application row of the compatibility matrix: a Kafka Streams exactly_once_v2 word count
+(StreamsWordCount.java, Kafka Streams 4.3.1 from Maven Central) killed with -9 while it works
+and restarted. Holds when a read_committed reader of its output sees every word's exact count
+(nothing counted twice across the crash) and Streams purged its repartition topic with
+DeleteRecords (a long-running app would otherwise grow without bound).
+
+    python streams_eos.py <bootstrap> <prefix>      exits 0, or prints one line and exits 1
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
+LIBS = Path(os.environ.get("KAFKA_CACHE", REPO / ".cache" / "kafka")) / "4.3.1" / "apps"
+LOG4J = REPO / "bench" / "kafka" / "tools-log4j2.properties"
+
+
+class Failed(Exception):
+    pass
+
+
+def check(ok: bool, what: str) -> None:
+    if not ok:
+        raise Failed(what)
+
+
+def produce_lines(bootstrap: str, topic: str, start: int, n: int, counts: collections.Counter) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(start, start + n):
+        line = f"w{i % 7} w{i % 11}"
+        counts.update(line.split())
+        p.produce(topic, key=str(i).encode(), value=line.encode())
+    check(p.flush(30) == 0, "input not produced")
+
+
+def start_app(bootstrap: str, prefix: str, state: str) -> subprocess.Popen:
+    return subprocess.Popen(["java", "-Xmx256M", f"-Dlog4j2.configurationFile={LOG4J}", "-cp", str(LIBS / "*"),
+                             str(HERE / "StreamsWordCount.java"), bootstrap, prefix, state],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def committed_counts(bootstrap: str, topic: str, expected: collections.Counter, deadline_s: float) -> dict[str, int]:
+    """The last count per word a read_committed reader sees, once it matches `expected` or time is up."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-check", "auto.offset.reset": "earliest",
+                  "isolation.level": "read_committed", "enable.auto.commit": False})
+    c.subscribe([topic])
+    last: dict[str, int] = {}
+    end = time.monotonic() + deadline_s
+    try:
+        while time.monotonic() < end:
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                last[m.key().decode()] = int(m.value())
+                if last == dict(expected):
+                    break
+    finally:
+        c.close()
+    return last
+
+
+def main(bootstrap: str, prefix: str) -> None:
+    check((LIBS / "kafka-streams-4.3.1.jar").exists(), f"Kafka Streams jars missing in {LIBS}")
+    text, counts_topic = f"{prefix}-text", f"{prefix}-counts"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(text, 2, 1), NewTopic(counts_topic, 2, 1)]).values():
+        f.result(30)
+    expected: collections.Counter = collections.Counter()
+    produce_lines(bootstrap, text, 0, 400, expected)
+    with tempfile.TemporaryDirectory(prefix="streams-") as state:
+        app = start_app(bootstrap, prefix, state)
+        try:
+            # Kill it once it is counting (output exists), in the middle of its transactions.
+            end = time.monotonic() + 120
+            probe = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{prefix}-probe"})
+            try:
+                while not any(probe.get_watermark_offsets(TopicPartition(counts_topic, p), timeout=10)[1] > 0
+                              for p in (0, 1)):
+                    check(time.monotonic() < end and app.poll() is None, "the Streams app produced no output")
+                    time.sleep(0.2)
+            finally:
+                probe.close()
+            app.send_signal(signal.SIGKILL)
+            app.wait(30)
+            produce_lines(bootstrap, text, 400, 400, expected)
+            app = start_app(bootstrap, prefix, state)
+            got = committed_counts(bootstrap, counts_topic, expected, 150)
+            wrong = {w: (got.get(w), n) for w, n in expected.items() if got.get(w) != n}
+            check(not wrong, f"counts (seen, expected) differ after kill -9: {dict(sorted(wrong.items())[:4])}")
+            # Streams purges a repartition topic up to what it committed (DeleteRecords).
+            repartition = [t for t in admin.list_topics(timeout=10).topics if t.startswith(f"{prefix}-wc-")
+                           and t.endswith("-repartition")]
+            check(len(repartition) == 1, f"repartition topics: {repartition}")
+            probe = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{prefix}-probe"})
+            try:
+                end = time.monotonic() + 30
+                while not any(probe.get_watermark_offsets(TopicPartition(repartition[0], p), timeout=10,
+                                                          cached=False)[0] > 0 for p in (0, 1)):
+                    check(time.monotonic() < end, "the repartition topic was never purged (DeleteRecords)")
+                    time.sleep(0.5)
+            finally:
+                probe.close()
+        finally:
+            if app.poll() is None:
+                app.terminate()
+                try:
+                    app.wait(30)
+                except subprocess.TimeoutExpired:
+                    app.kill()
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1], sys.argv[2])
+    except Failed as exc:
+        print(f"FAILED: {exc}")
+        sys.exit(1)
+    except Exception as exc:  # noqa: BLE001 - one line for the table
+        print(f"FAILED: {type(exc).__name__}: {exc}")
+        sys.exit(1)
+    print("ok")
