@@ -143,3 +143,12 @@ def cluster_default_entries(cluster_default: Mapping[str, str]) -> list[BrokerCo
         out.append(BrokerConfigEntry(name, value, read_only, SOURCE_DYNAMIC_DEFAULT_BROKER, type_code, sensitive,
                                      ((name, value, SOURCE_DYNAMIC_DEFAULT_BROKER),)))
     return out
+
+
+_SECURITY_PREFIXES = ("ssl.", "sasl.", "security.", "authorizer.", "principal.", "super.users")
+
+
+def ignored_security_configs(config: BrokerConfig) -> list[str]:
+    """Security settings given to the broker that it ignores: minikafka serves PLAINTEXT without
+    an authorizer (TLS, SASL and ACLs are issue 21), and a user who set them must be told."""
+    return sorted(n for n in config.ignored if n.startswith(_SECURITY_PREFIXES))

@@ -23,7 +23,7 @@ from minikafka.broker.server import KafkaServer
 from minikafka.broker.services import BrokerServices
 from minikafka.broker.throttling import Throttler, quota_windows
 from minikafka.broker.txn_evidence import StoredDataPartitions
-from minikafka.broker_config import with_dynamic
+from minikafka.broker_config import ignored_security_configs, with_dynamic
 from minikafka.clock import Clock, SystemClock
 from minikafka.config import BrokerConfig
 from minikafka.coordinator.group.offsets_log import TOPIC as OFFSETS_TOPIC
@@ -137,6 +137,12 @@ class Broker:
             self._every(min(int(c["log.flush.scheduler.interval.ms"]), 1000), self._flush)
         log.info("broker_started", node_id=c.node_id, port=self.server.port, data_dir=str(c.data_dir),
                  cluster_id=self.logs.cluster_id, **self.fd_budget)
+        if c.ignored:
+            log.info("configs_ignored", names=sorted(c.ignored), why="Kafka configs with no meaning on one node")
+        insecure = ignored_security_configs(c)
+        if insecure:
+            log.warning("security_configs_ignored", names=insecure,
+                        why="minikafka serves PLAINTEXT without authentication or an authorizer")
 
     def _every(self, interval_ms: int, fn: Callable[[], Awaitable[None] | None]) -> None:
         async def loop() -> None:

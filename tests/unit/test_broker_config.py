@@ -13,6 +13,7 @@ from minikafka.broker_config import (
     broker_entries,
     cluster_default_entries,
     dynamic,
+    ignored_security_configs,
     parse_broker_config,
     with_dynamic,
 )
@@ -76,3 +77,10 @@ def test_values_are_checked_with_kafkas_types() -> None:
         parse_broker_config("log.cleaner.threads", "abc")
     with pytest.raises(ConfigError, match="Invalid value x for configuration message.max.bytes"):
         parse_broker_config("message.max.bytes", "x")
+
+
+def test_security_settings_that_are_ignored_are_named() -> None:
+    cfg = BrokerConfig.build({"ssl.keystore.location": "/k.jks", "sasl.enabled.mechanisms": "PLAIN",
+                              "authorizer.class.name": "x", "num.io.threads": "4"})
+    assert ignored_security_configs(cfg) == ["authorizer.class.name", "sasl.enabled.mechanisms",
+                                             "ssl.keystore.location"]
