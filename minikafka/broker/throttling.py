@@ -86,10 +86,9 @@ class Throttler:
 
     @property
     def active(self) -> bool:
-        """Whether any request quota is set (else requests skip all of this)."""
-        q = self.quotas
-        return q.enabled(PRODUCER_BYTE_RATE) or q.enabled(CONSUMER_BYTE_RATE) or q.enabled(REQUEST_PERCENTAGE) \
-            or q.enabled(CONTROLLER_MUTATION_RATE)  # its throttle time (set by the handler) mutes too
+        """Whether any quota on requests is set (else requests skip all of this); a
+        controller_mutation_rate counts too, as its throttle time (set by the handler) mutes."""
+        return self.quotas.throttles_requests
 
     def prepare(self, api_key: int, client_id: str | None, body: Any) -> Any:
         """A Fetch asks for at most what the consumer quota allows in one window (else every

@@ -12,8 +12,9 @@ Without authentication every client is user ANONYMOUS, as in Kafka.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from minikafka.quota.entity import (
     CLIENT_ID,
@@ -34,7 +35,26 @@ from minikafka.quota.java_order import hashmap_order, map_hash, string_hash
 from minikafka.quota.rate import SampledRate, TokenBucket, throttle_ms
 
 ANONYMOUS = "ANONYMOUS"
-MAX_SENSORS = 10_000  # idle usage records are dropped beyond this many
+MAX_SENSORS = 10_000  # beyond this many usage records, the idle ones are dropped
+
+S = TypeVar("S", SampledRate, TokenBucket)
+
+
+class _Sensors(Generic[S]):
+    """Usage records by key, created on first use. Bounded: when full, records that measure what
+    a new one would (idle) are dropped; a record in use is never reset."""
+
+    def __init__(self, make: Callable[[], S]) -> None:
+        self._make = make
+        self._by_key: dict[Hashable, S] = {}
+
+    def get(self, key: Hashable, now_ms: int) -> S:
+        sensor = self._by_key.get(key)
+        if sensor is None:
+            if len(self._by_key) >= MAX_SENSORS:
+                self._by_key = {k: v for k, v in self._by_key.items() if not v.idle(now_ms)}
+            sensor = self._by_key[key] = self._make()
+        return sensor
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,15 +99,17 @@ class ClientQuotas:
         self.configured: dict[QuotaEntity, dict[str, float]] = {
             e: dict(q) for e, q in (configured or {}).items() if q}
         self._keys_in_use: set[str] = set()
-        self._rates: dict[tuple[str, str, str], SampledRate] = {}
-        self._buckets: dict[tuple[str, str], TokenBucket] = {}
-        self._ip_rates: dict[str, SampledRate] = {}
+        self.throttles_requests = False  # a quota on requests is set (the broker's fast path)
+        self._rates = _Sensors(lambda: SampledRate(windows.samples, windows.window_ms))
+        self._ip_rates = _Sensors(lambda: SampledRate(windows.samples, windows.window_ms))
+        self._buckets = _Sensors(lambda: TokenBucket(windows.controller_samples, windows.controller_window_ms))
         self._refresh()
 
     # -- configuration -------------------------------------------------------------------------
 
     def _refresh(self) -> None:
         self._keys_in_use = {k for q in self.configured.values() for k in q}
+        self.throttles_requests = bool(self._keys_in_use - {CONNECTION_CREATION_RATE})
 
     def enabled(self, key: str) -> bool:
         """Whether any entity sets `key`: without one the broker skips all accounting for it."""
@@ -145,7 +167,7 @@ class ClientQuotas:
         if found is None:
             return 0
         bound, tags = found
-        rate = self._rate(key, tags, now_ms)
+        rate = self._rates.get((key, *tags), now_ms)
         rate.record(value, now_ms)
         return throttle_ms(rate, bound, now_ms)
 
@@ -153,7 +175,7 @@ class ClientQuotas:
         """Take back a recorded value (a throttled fetch sends no data, so it used none)."""
         found = self.quota_for(key, user, client_id)
         if found is not None:
-            self._rate(key, found[1], now_ms).record(-value, now_ms)
+            self._rates.get((key, *found[1]), now_ms).record(-value, now_ms)
 
     def max_in_window(self, key: str, user: str, client_id: str) -> float | None:
         """The most one request may use without being throttled whatever else happened (Kafka
@@ -163,21 +185,6 @@ class ClientQuotas:
             return None
         return found[0] * (self.windows.samples - 1) * self.windows.window_ms / 1000.0
 
-    def _rate(self, key: str, tags: tuple[str, str], now_ms: int) -> SampledRate:
-        rate = self._rates.get((key, *tags))
-        if rate is None:
-            if len(self._rates) >= MAX_SENSORS:
-                self._forget_idle(now_ms)
-            rate = self._rates[(key, *tags)] = SampledRate(self.windows.samples, self.windows.window_ms)
-        return rate
-
-    def _forget_idle(self, now_ms: int) -> None:
-        # A rate idle for its whole window measures zero: dropping it changes nothing.
-        horizon = self.windows.samples * self.windows.window_ms
-        for k, r in list(self._rates.items()):
-            if all(now_ms - s.last_event_ms >= horizon for s in r._samples):
-                del self._rates[k]
-
     # Controller mutations (CreateTopics, CreatePartitions, DeleteTopics): a token bucket.
 
     def mutation_throttle_ms(self, user: str, client_id: str, now_ms: int) -> int:
@@ -185,21 +192,12 @@ class ClientQuotas:
         if found is None:
             return 0
         bound, tags = found
-        return self._bucket(tags).throttle_ms(bound, now_ms)
+        return self._buckets.get(tags, now_ms).throttle_ms(bound, now_ms)
 
     def record_mutation(self, user: str, client_id: str, partitions: int, now_ms: int) -> None:
         found = self.quota_for(CONTROLLER_MUTATION_RATE, user, client_id)
         if found is not None:
-            self._bucket(found[1]).record(partitions, found[0], now_ms)
-
-    def _bucket(self, tags: tuple[str, str]) -> TokenBucket:
-        bucket = self._buckets.get(tags)
-        if bucket is None:
-            if len(self._buckets) >= MAX_SENSORS:
-                self._buckets.clear()
-            bucket = self._buckets[tags] = TokenBucket(self.windows.controller_samples,
-                                                       self.windows.controller_window_ms)
-        return bucket
+            self._buckets.get(found[1], now_ms).record(partitions, found[0], now_ms)
 
     # Connection creation per IP.
 
@@ -214,11 +212,7 @@ class ClientQuotas:
                 break
         if bound is None:
             return 0
-        rate = self._ip_rates.get(ip)
-        if rate is None:
-            if len(self._ip_rates) >= MAX_SENSORS:
-                self._ip_rates.clear()
-            rate = self._ip_rates[ip] = SampledRate(self.windows.samples, self.windows.window_ms)
+        rate = self._ip_rates.get(ip, now_ms)
         rate.record(1.0, now_ms)
         wait = throttle_ms(rate, bound, now_ms)
         if wait > 0:

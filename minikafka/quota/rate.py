@@ -79,6 +79,10 @@ class SampledRate:
         sample.reset(now_ms)
         return sample
 
+    def idle(self, now_ms: int) -> bool:
+        """Nothing recorded for the whole window: it measures zero, as a new one would."""
+        return all(now_ms - s.last_event_ms >= self.samples * self.window_ms for s in self._samples)
+
     def _purge(self, now_ms: int) -> None:
         expire = self.samples * self.window_ms
         for s in self._samples:
@@ -115,6 +119,12 @@ class TokenBucket:
     def record(self, value: float, quota: float, now_ms: int) -> None:
         self._refill(quota, now_ms)
         self.tokens -= value
+
+    def idle(self, now_ms: int) -> bool:
+        """Full again, as a new bucket starts: from any credit >= 0 the refill takes at most
+        samples x window, whatever the quota."""
+        return self.last_update_ms is None or (
+            self.tokens >= 0 and now_ms - self.last_update_ms >= self.samples * self.window_ms)
 
     def throttle_ms(self, quota: float, now_ms: int) -> int:
         """Time until the bucket is back at zero credit; 0 while it has credit."""

@@ -223,3 +223,21 @@ def test_values_and_entities_come_in_javas_hashmap_order() -> None:
     ((_, values),) = q.describe(filter_of([], strict=False))
     assert [k for k, _ in values] == ["request_percentage", "producer_byte_rate", "consumer_byte_rate"]
     assert hashmap_order(["a", "b", "q"], string_hash) == ["a", "q", "b"]  # 97, 98, 113 in 16 buckets
+
+
+def test_a_full_sensor_table_drops_idle_records_never_one_in_use(monkeypatch) -> None:
+    import minikafka.quota.manager as manager
+
+    monkeypatch.setattr(manager, "MAX_SENSORS", 3)
+    q = _quotas()
+    _set(q, [(CLIENT_ID, None)], controller_mutation_rate=1)
+    q.record_mutation("ANONYMOUS", "busy", 30, T0)  # 11 of credit: 19 in debt
+    for i in range(5):  # more clients than the table holds, each one idle at once
+        q.record_mutation("ANONYMOUS", f"c{i}", 0, T0)
+    assert q.mutation_throttle_ms("ANONYMOUS", "busy", T0) == 19_000  # not reset to a full bucket
+    _set(q, [(IP, None)], connection_creation_rate=1)
+    for _ in range(10):
+        assert q.connection_throttle_ms("10.0.0.9", T0) == 0
+    for i in range(5):
+        q.connection_throttle_ms(f"10.1.0.{i}", T0)
+    assert q.connection_throttle_ms("10.0.0.9", T0) > 0  # its ten connections still count
