@@ -15,29 +15,26 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
-from minikafka.config import PROPS_BY_NAME, KAFKA_BROKER_CONFIGS, BrokerConfig, ConfigError
-from minikafka.config_def import parse_value, render_config_value
+from minikafka.config import KAFKA_BROKER_CONFIGS, PROPS_BY_NAME, BrokerConfig, ConfigError
+from minikafka.config_def import (
+    CONFIG_TYPES,
+    SOURCE_DEFAULT,
+    SOURCE_DYNAMIC_BROKER,
+    SOURCE_DYNAMIC_DEFAULT_BROKER,
+    SOURCE_STATIC_BROKER,
+    TYPE_CODES,
+    ConfigEntry,
+    parse_value,
+    render_config_value,
+)
 
-SOURCE_DYNAMIC_BROKER = 2
-SOURCE_DYNAMIC_DEFAULT_BROKER = 3
-SOURCE_STATIC_BROKER = 4
-SOURCE_DEFAULT = 5
-TYPE_NAMES = {1: "BOOLEAN", 2: "STRING", 3: "INT", 4: "SHORT", 5: "LONG", 6: "DOUBLE", 7: "LIST", 8: "CLASS",
-              9: "PASSWORD"}
 # Set by the command line (--port, --data-dir) rather than the properties file: still static.
 _FROM_COMMAND_LINE = ("listeners", "log.dirs")
-
-
-class BrokerConfigEntry(NamedTuple):
-    name: str
-    value: str | None
-    read_only: bool
-    source: int
-    type_code: int
-    sensitive: bool
-    synonyms: tuple[tuple[str, str | None, int], ...]
+# A name Kafka does not define (a plugin's own config) is taken, and described as a secret: Kafka
+# cannot tell what it holds. (type code, default, read_only, sensitive), as KAFKA_BROKER_CONFIGS.
+_CUSTOM = (TYPE_CODES["UNKNOWN"], None, False, True)
 
 
 def known(name: str) -> bool:
@@ -51,7 +48,7 @@ def dynamic(name: str) -> bool:
 
 
 def broker_config_type(name: str) -> str:
-    return TYPE_NAMES.get(KAFKA_BROKER_CONFIGS[name][0], "STRING") if name in KAFKA_BROKER_CONFIGS else "STRING"
+    return CONFIG_TYPES[KAFKA_BROKER_CONFIGS[name][0]] if name in KAFKA_BROKER_CONFIGS else "STRING"
 
 
 def parse_broker_config(name: str, raw: str) -> Any:
@@ -103,45 +100,53 @@ def _default_value(config: BrokerConfig, name: str) -> str | None:
     return KAFKA_BROKER_CONFIGS[name][1]  # Kafka's (null where Kafka has none, as log.dirs)
 
 
-TYPE_UNKNOWN = 0
-# A name Kafka does not define (a plugin's own config) is taken, and described as a secret: Kafka
-# cannot tell what it holds.
-_CUSTOM = (TYPE_UNKNOWN, None, False, True)
+def _levels(config: BrokerConfig, name: str, per_broker: Mapping[str, str], cluster_default: Mapping[str, str]
+            ) -> list[tuple[str | None, int]]:
+    """(value, source) of every level that sets `name`, in Kafka's order of precedence."""
+    levels: list[tuple[str | None, int]] = []
+    if name in per_broker:
+        levels.append((per_broker[name], SOURCE_DYNAMIC_BROKER))
+    if name in cluster_default:
+        levels.append((cluster_default[name], SOURCE_DYNAMIC_DEFAULT_BROKER))
+    if name in KAFKA_BROKER_CONFIGS:
+        static = _static_value(config, name)
+        if static is not None:
+            levels.append((static, SOURCE_STATIC_BROKER))
+        default = _default_value(config, name)
+        if default is not None:
+            levels.append((default, SOURCE_DEFAULT))
+    return levels
+
+
+def value_in_force(config: BrokerConfig, layers: Mapping[str, str], name: str) -> str | None:
+    """A broker config's value as it stands (what a list APPEND or SUBTRACT starts from)."""
+    levels = _levels(config, name, layers, {})
+    return levels[0][0] if levels else None
 
 
 def broker_entries(config: BrokerConfig, per_broker: Mapping[str, str], cluster_default: Mapping[str, str]
-                   ) -> list[BrokerConfigEntry]:
+                   ) -> list[ConfigEntry]:
     """Every broker config of this node, as DescribeConfigs(BROKER <node id>) answers it."""
     out = []
     custom = {n: _CUSTOM for n in (*per_broker, *cluster_default) if n not in KAFKA_BROKER_CONFIGS}
     for name, (type_code, _, read_only, sensitive) in sorted({**KAFKA_BROKER_CONFIGS, **custom}.items()):
-        levels: list[tuple[str | None, int]] = []
-        if name in per_broker:
-            levels.append((per_broker[name], SOURCE_DYNAMIC_BROKER))
-        if name in cluster_default:
-            levels.append((cluster_default[name], SOURCE_DYNAMIC_DEFAULT_BROKER))
-        static = _static_value(config, name) if name in KAFKA_BROKER_CONFIGS else None
-        if static is not None:
-            levels.append((static, SOURCE_STATIC_BROKER))
-        default = _default_value(config, name) if name in KAFKA_BROKER_CONFIGS else None
-        if default is not None:
-            levels.append((default, SOURCE_DEFAULT))
-        value, source = levels[0] if levels else (None, SOURCE_DEFAULT)
+        levels = _levels(config, name, per_broker, cluster_default)
         if sensitive:  # secrets are never answered, as Kafka
-            value, levels = None, [(None, s) for _, s in levels]
-        out.append(BrokerConfigEntry(name, value, read_only, source, type_code, sensitive,
-                                     tuple((name, v, s) for v, s in levels)))
+            levels = [(None, source) for _, source in levels]
+        value, source = levels[0] if levels else (None, SOURCE_DEFAULT)
+        out.append(ConfigEntry(name, value, read_only, source, type_code, tuple((name, v, s) for v, s in levels),
+                               sensitive))
     return out
 
 
-def cluster_default_entries(cluster_default: Mapping[str, str]) -> list[BrokerConfigEntry]:
+def cluster_default_entries(cluster_default: Mapping[str, str]) -> list[ConfigEntry]:
     """DescribeConfigs(BROKER "") : the cluster-wide dynamic defaults only."""
     out = []
     for name, raw in sorted(cluster_default.items()):
         type_code, _, read_only, sensitive = KAFKA_BROKER_CONFIGS.get(name, _CUSTOM)
         value = None if sensitive else raw
-        out.append(BrokerConfigEntry(name, value, read_only, SOURCE_DYNAMIC_DEFAULT_BROKER, type_code, sensitive,
-                                     ((name, value, SOURCE_DYNAMIC_DEFAULT_BROKER),)))
+        out.append(ConfigEntry(name, value, read_only, SOURCE_DYNAMIC_DEFAULT_BROKER, type_code,
+                               ((name, value, SOURCE_DYNAMIC_DEFAULT_BROKER),), sensitive))
     return out
 
 

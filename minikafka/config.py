@@ -164,7 +164,7 @@ def _kafka_broker_configs() -> dict[str, tuple[int, str | None, bool, bool]]:
     """Kafka 4.3.1's broker configs: name -> (ConfigType code, default, read_only, sensitive),
     recorded from a real broker by bench/kafka/record-broker-configs.py."""
     doc = json.loads(Path(__file__).with_name("kafka_broker_configs.json").read_text(encoding="utf-8"))
-    return {name: (int(t), default, bool(ro), bool(sensitive)) for name, (t, default, ro, sensitive, _) in
+    return {name: (int(t), default, bool(ro), bool(sensitive)) for name, (t, default, ro, sensitive) in
             doc["configs"].items()}
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 from minikafka.config import LONG_MAX, ConfigError
 
@@ -27,6 +27,30 @@ LONG_MIN = -(2**63)
 
 # A validator gets the parsed value and returns Kafka's reason, or None when the value is valid.
 Check = Callable[[Any], str | None]
+
+# Kafka's DescribeConfigs ConfigSource codes.
+SOURCE_TOPIC = 1
+SOURCE_DYNAMIC_BROKER = 2
+SOURCE_DYNAMIC_DEFAULT_BROKER = 3
+SOURCE_STATIC_BROKER = 4
+SOURCE_DEFAULT = 5
+SOURCE_DYNAMIC_BROKER_LOGGER = 6
+SOURCE_GROUP = 8
+# Kafka's ConfigType codes: the code is the index of the ConfigDef type name.
+CONFIG_TYPES = ("UNKNOWN", "BOOLEAN", "STRING", "INT", "SHORT", "LONG", "DOUBLE", "LIST", "CLASS", "PASSWORD")
+TYPE_CODES = {name: code for code, name in enumerate(CONFIG_TYPES)}
+
+
+class ConfigEntry(NamedTuple):
+    """One config as DescribeConfigs answers it; synonyms are (name, value, source)."""
+
+    name: str
+    value: str | None
+    read_only: bool
+    config_source: int
+    config_type: int
+    synonyms: tuple[tuple[str, str | None, int], ...]
+    sensitive: bool = False
 
 _JAVA_DOUBLE = re.compile(r"[+-]?(NaN|Infinity|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[fFdD]?)")
 

@@ -1,6 +1,6 @@
 """Record Apache Kafka 4.3.1's broker configs as DescribeConfigs(BROKER, synonyms) answers them:
 for every config its ConfigDef type, its default (the DEFAULT_CONFIG synonym), whether it can be
-changed dynamically (read_only false), whether it is sensitive, and its synonyms' names. Writes
+changed dynamically (read_only false), and whether it is sensitive. Writes
 minikafka/kafka_broker_configs.json, from which minikafka describes its broker (facts about
 Kafka's configuration, no documentation text), and prints what minikafka answers differently
 with --minikafka.
@@ -38,12 +38,12 @@ def describe_broker(bootstrap: str, node_id: str) -> list:
 
 
 def table_of(configs: list) -> dict[str, list]:
-    """name -> [type code, default value or null, read_only, sensitive, [synonym names]]."""
+    """name -> [type code, default value or null, read_only, sensitive]. (Kafka 4.3.1 lists a
+    broker config's own name only among its synonyms, so there are no synonym names to keep.)"""
     out = {}
     for e in configs:
         default = next((s.value for s in e.synonyms if s.source == DEFAULT_CONFIG), None)
-        out[e.name] = [int(e.config_type), default, bool(e.read_only), bool(e.is_sensitive),
-                       [s.name for s in e.synonyms if s.name != e.name] if e.synonyms else []]
+        out[e.name] = [int(e.config_type), default, bool(e.read_only), bool(e.is_sensitive)]
     return out
 
 
@@ -66,7 +66,7 @@ def main() -> None:
         configs = describe_broker(kafka.bootstrap, "1")
     doc = {"about": "Apache Kafka 4.3.1's broker configs as DescribeConfigs(BROKER 1, include_synonyms) "
                     "answers them: name -> [ConfigType code, default (the DEFAULT_CONFIG synonym) or null, "
-                    "read_only (not dynamically updatable), sensitive, other synonym names in Kafka's order]. "
+                    "read_only (not dynamically updatable), sensitive]. "
                     "Recorded by bench/kafka/record-broker-configs.py.",
            "configs": dict(sorted(table_of(configs).items()))}
     TABLE.write_text(json.dumps(doc, indent=0) + "\n")

@@ -20,7 +20,7 @@ from minikafka.broker.producer_id_store import FileProducerIdBlockStore
 from minikafka.broker.purgatory import FetchPurgatory
 from minikafka.broker.request_memory import RequestMemoryPool
 from minikafka.broker.server import KafkaServer
-from minikafka.broker.services import BrokerServices
+from minikafka.broker.services import BrokerServices, stored_broker_configs
 from minikafka.broker.throttling import Throttler, quota_windows
 from minikafka.broker.txn_evidence import StoredDataPartitions
 from minikafka.broker_config import ignored_security_configs, with_dynamic
@@ -53,8 +53,8 @@ class Broker:
         # the start, as in Kafka; everything below is built with them in force.
         broker_configs = DynamicConfigStore(config.data_dir / BROKER_CONFIGS_FILE)
         static_values = dict(config.values)
-        config = with_dynamic(config, static_values,
-                              {**broker_configs.get(""), **broker_configs.get(str(config.node_id))})
+        per_broker, cluster_default = stored_broker_configs(broker_configs, config.node_id)
+        config = with_dynamic(config, static_values, {**cluster_default, **per_broker})
         self.config = config
         self.clock = clock or SystemClock()
         # File descriptors: the soft limit goes up to the hard one; half of what is left after a

@@ -18,8 +18,6 @@ from minikafka.broker.config_changes import APPEND, DELETE, SET, SUBTRACT, Confi
 from minikafka.logging import KAFKA_LEVELS, LEVELS, LOGGERS, ROOT, LoggerLevels
 from minikafka.protocol.errors import ErrorCode
 
-SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG = 6
-TYPE_UNKNOWN = 0
 _LEVEL_NAMES = ", ".join(sorted(KAFKA_LEVELS))
 
 

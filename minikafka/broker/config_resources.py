@@ -16,7 +16,7 @@ from typing import Any
 
 from minikafka.broker.config_changes import ConfigChangeError, Rules
 from minikafka.broker.services import BrokerServices
-from minikafka.broker_config import broker_config_type, broker_entries, parse_broker_config
+from minikafka.broker_config import broker_config_type, parse_broker_config, value_in_force
 from minikafka.broker_config import dynamic as dynamic_broker_config
 from minikafka.broker_config import known as known_broker_config
 from minikafka.config import ConfigError
@@ -52,6 +52,7 @@ def _validator(kind: str, known: Callable[[str], bool], parse: Callable[[str, st
 
 
 validate_topic_config = _validator("topic", known_topic_config, parse_topic_config)
+validate_group_config = _validator("group", GROUP_CONFIGS.__contains__, parse_group_config)
 
 
 def validate_broker_config(name: str, value: str | None) -> None:
@@ -62,7 +63,6 @@ def validate_broker_config(name: str, value: str | None) -> None:
             parse_broker_config(name, value)
         except ConfigError as exc:
             raise ConfigChangeError(ErrorCode.invalid_request, str(exc)) from None
-validate_group_config = _validator("group", GROUP_CONFIGS.__contains__, parse_group_config)
 
 
 # One resource's change: the config names it touches and the new overrides from the current ones.
@@ -105,17 +105,12 @@ def _stored(svc: BrokerServices, resource_type: int, resource_name: str
         store = svc.broker_configs
         assert store is not None
 
-        def effective(name: str) -> str | None:
-            for e in broker_entries(svc.config, svc.dynamic_broker_layers(), {}):
-                if e.name == name:
-                    return e.value
-            return None
-
         def save(new: dict[str, str]) -> None:
             store.set(resource_name, new)
             svc.apply_broker_configs()
 
-        rules = Rules(type_of=broker_config_type, effective=effective, validate=validate_broker_config)
+        rules = Rules(type_of=broker_config_type, validate=validate_broker_config,
+                      effective=lambda n: value_in_force(svc.config, svc.dynamic_broker_layers(), n))
         return store.get(resource_name), rules, save
     if resource_type == RESOURCE_GROUP:
         # A group need not exist to carry configs (Kafka keeps them by group id).

@@ -51,12 +51,14 @@ class BrokerServices:
     def cluster_id(self) -> str:
         return self.logs.cluster_id
 
+    def dynamic_broker_configs(self) -> tuple[dict[str, str], dict[str, str]]:
+        """(this broker's dynamic configs, the cluster-wide defaults), as stored."""
+        return stored_broker_configs(self.broker_configs, self.node_id)
+
     def dynamic_broker_layers(self) -> dict[str, str]:
         """The dynamic broker configs in force: the cluster default, overridden per broker."""
-        store = self.broker_configs
-        if store is None:
-            return {}
-        return {**store.get(""), **store.get(str(self.node_id))}
+        per_broker, cluster_default = self.dynamic_broker_configs()
+        return {**cluster_default, **per_broker}
 
     def apply_broker_configs(self) -> None:
         """Put the dynamic broker configs in force: the broker's config, and the topic defaults
@@ -92,3 +94,10 @@ class BrokerServices:
 
 def _notifier(purgatory: FetchPurgatory, tp):  # type: ignore[no-untyped-def]
     return lambda: purgatory.notify(tp)
+
+
+def stored_broker_configs(store: DynamicConfigStore | None, node_id: int) -> tuple[dict[str, str], dict[str, str]]:
+    """(per-broker, cluster default) dynamic broker configs kept in `store` ("" is the default)."""
+    if store is None:
+        return {}, {}
+    return store.get(str(node_id)), store.get("")

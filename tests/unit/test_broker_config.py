@@ -6,18 +6,16 @@ from __future__ import annotations
 import pytest
 
 from minikafka.broker_config import (
-    SOURCE_DEFAULT,
-    SOURCE_DYNAMIC_BROKER,
-    SOURCE_DYNAMIC_DEFAULT_BROKER,
-    SOURCE_STATIC_BROKER,
     broker_entries,
     cluster_default_entries,
     dynamic,
     ignored_security_configs,
     parse_broker_config,
+    value_in_force,
     with_dynamic,
 )
 from minikafka.config import KAFKA_BROKER_CONFIGS, BrokerConfig, ConfigError
+from minikafka.config_def import SOURCE_DEFAULT, SOURCE_DYNAMIC_BROKER, SOURCE_DYNAMIC_DEFAULT_BROKER, SOURCE_STATIC_BROKER
 
 
 def _entries(props=None, per_broker=None, cluster_default=None):
@@ -38,7 +36,7 @@ def test_every_kafka_broker_config_is_accepted_at_start_and_described_as_given()
     entries = {e.name: e for e in broker_entries(cfg, {}, {})}
     assert set(entries) == set(KAFKA_BROKER_CONFIGS)
     e = entries["num.io.threads"]
-    assert (e.value, e.source, e.synonyms) == ("4", SOURCE_STATIC_BROKER, (
+    assert (e.value, e.config_source, e.synonyms) == ("4", SOURCE_STATIC_BROKER, (
         ("num.io.threads", "4", SOURCE_STATIC_BROKER), ("num.io.threads", "8", SOURCE_DEFAULT)))
     with pytest.raises(ConfigError, match="unknown property"):
         BrokerConfig.build({"no.such.property": "1"})
@@ -67,7 +65,7 @@ def test_secrets_and_unknown_names_are_never_answered() -> None:
     assert (custom.value, custom.sensitive, custom.read_only, custom.synonyms) == (
         None, True, False, (("custom.plugin.setting", None, SOURCE_DYNAMIC_BROKER),))
     (only,) = cluster_default_entries({"log.cleaner.threads": "2"})
-    assert (only.name, only.value, only.source) == ("log.cleaner.threads", "2", SOURCE_DYNAMIC_DEFAULT_BROKER)
+    assert (only.name, only.value, only.config_source) == ("log.cleaner.threads", "2", SOURCE_DYNAMIC_DEFAULT_BROKER)
 
 
 def test_values_are_checked_with_kafkas_types() -> None:
@@ -84,3 +82,10 @@ def test_security_settings_that_are_ignored_are_named() -> None:
                               "authorizer.class.name": "x", "num.io.threads": "4"})
     assert ignored_security_configs(cfg) == ["authorizer.class.name", "sasl.enabled.mechanisms",
                                              "ssl.keystore.location"]
+
+
+def test_the_value_in_force_is_the_highest_level_that_sets_it() -> None:
+    cfg = BrokerConfig.build({"log.cleaner.threads": "3"})
+    assert value_in_force(cfg, {}, "log.cleaner.threads") == "3"
+    assert value_in_force(cfg, {"log.cleaner.threads": "5"}, "log.cleaner.threads") == "5"
+    assert value_in_force(cfg, {}, "log.retention.ms") is None  # Kafka has no default for it

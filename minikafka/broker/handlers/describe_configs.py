@@ -1,14 +1,14 @@
 """DescribeConfigs (API 32): topic configs (overrides and defaults), group configs, broker loggers
 and the broker's configs (Kafka's 340, minikafka/broker_config.py).
 
-Sources and types use Kafka's enum values (messages.DescribeConfigsResponse.ConfigSource / ConfigType).
+Sources and types use Kafka's enum values (config_def: SOURCE_* and TYPE_CODES).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar
 
 from minikafka.broker import broker_loggers
 from minikafka.broker.config_changes import ConfigChangeError
@@ -16,7 +16,16 @@ from minikafka.broker.config_resources import RESOURCE_BROKER, RESOURCE_BROKER_L
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.broker_config import broker_entries, cluster_default_entries
-from minikafka.config_def import render_config_value
+from minikafka.config_def import (
+    SOURCE_DEFAULT,
+    SOURCE_DYNAMIC_BROKER_LOGGER,
+    SOURCE_GROUP,
+    SOURCE_STATIC_BROKER,
+    SOURCE_TOPIC,
+    TYPE_CODES,
+    ConfigEntry,
+    render_config_value,
+)
 from minikafka.group_config import GROUP_CONFIGS, render_default
 from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
@@ -28,27 +37,6 @@ from minikafka.topic_config import (
     topic_defaults,
 )
 
-SOURCE_TOPIC_CONFIG = 1
-SOURCE_GROUP_CONFIG = 8  # DYNAMIC_GROUP_CONFIG
-SOURCE_STATIC_BROKER_CONFIG = 4
-SOURCE_DEFAULT_CONFIG = 5
-
-TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_LONG = 1, 2, 3, 5
-# Kafka's ConfigType codes by ConfigDef type name (config.topic_config_type names each topic config's).
-TYPE_CODES = {"BOOLEAN": TYPE_BOOLEAN, "STRING": TYPE_STRING, "INT": TYPE_INT, "SHORT": 4, "LONG": TYPE_LONG,
-              "DOUBLE": 6, "LIST": 7, "CLASS": 8, "PASSWORD": 9}
-
-
-class ConfigEntry(NamedTuple):
-    name: str
-    value: str | None
-    read_only: bool
-    config_source: int
-    config_type: int
-    synonyms: tuple[tuple[str, str | None, int], ...]
-    sensitive: bool = False
-
-
 def topic_config_entries(svc: BrokerServices, topic: str, overrides: Mapping[str, str]) -> list[ConfigEntry]:
     cfg = svc.config
     defaults = topic_defaults(cfg)
@@ -57,11 +45,11 @@ def topic_config_entries(svc: BrokerServices, topic: str, overrides: Mapping[str
     names = sorted(set(TOPIC_CONFIGS) | {n for n in overrides if n in INTERNAL_TOPIC_CONFIGS})
     for name in names:
         broker_prop = TOPIC_CONFIGS[name].broker_prop if name in TOPIC_CONFIGS else None
-        broker_source = SOURCE_STATIC_BROKER_CONFIG if broker_prop in cfg.explicit else SOURCE_DEFAULT_CONFIG
+        broker_source = SOURCE_STATIC_BROKER if broker_prop in cfg.explicit else SOURCE_DEFAULT
         synonyms: list[tuple[str, str | None, int]] = []
         if name in overrides:
-            value, source = overrides[name], SOURCE_TOPIC_CONFIG
-            synonyms.append((name, value, SOURCE_TOPIC_CONFIG))
+            value, source = overrides[name], SOURCE_TOPIC
+            synonyms.append((name, value, SOURCE_TOPIC))
         else:
             value, source = render_config_value(defaults.get(name)), broker_source
         if broker_prop and cfg[broker_prop] is not None:  # as Kafka, only a broker property with a value
@@ -75,27 +63,22 @@ def group_config_entries(overrides: Mapping[str, str]) -> list[ConfigEntry]:
     broker property that gives the default as synonym."""
     out = []
     for name, d in sorted(GROUP_CONFIGS.items()):
-        default = (d.synonym, render_default(name), SOURCE_DEFAULT_CONFIG)
+        default = (d.synonym, render_default(name), SOURCE_DEFAULT)
         if name in overrides:
-            out.append(ConfigEntry(name, overrides[name], False, SOURCE_GROUP_CONFIG, TYPE_CODES[d.kind],
-                                   ((name, overrides[name], SOURCE_GROUP_CONFIG), default)))
+            out.append(ConfigEntry(name, overrides[name], False, SOURCE_GROUP, TYPE_CODES[d.kind],
+                                   ((name, overrides[name], SOURCE_GROUP), default)))
         else:
-            out.append(ConfigEntry(name, render_default(name), False, SOURCE_DEFAULT_CONFIG, TYPE_CODES[d.kind],
+            out.append(ConfigEntry(name, render_default(name), False, SOURCE_DEFAULT, TYPE_CODES[d.kind],
                                    (default,)))
     return out
 
 
 def broker_config_entries(svc: BrokerServices, resource_name: str) -> list[ConfigEntry]:
     """Kafka's 340 broker configs for the node id; only the cluster-wide dynamic defaults for ""."""
-    store = svc.broker_configs
-    cluster_default = store.get("") if store is not None else {}
+    per_broker, cluster_default = svc.dynamic_broker_configs()
     if resource_name == "":
-        entries = cluster_default_entries(cluster_default)
-    else:
-        per_broker = store.get(str(svc.node_id)) if store is not None else {}
-        entries = broker_entries(svc.config, per_broker, cluster_default)
-    return [ConfigEntry(e.name, e.value, e.read_only, e.source, e.type_code, e.synonyms, e.sensitive)
-            for e in entries]
+        return cluster_default_entries(cluster_default)
+    return broker_entries(svc.config, per_broker, cluster_default)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +104,8 @@ class DescribeConfigsHandler:
                 broker_loggers.check_describe_name(r.resource_name, self.svc.node_id)
             except ConfigChangeError as exc:
                 return _err(r, exc.error_code, str(exc))
-            entries = [ConfigEntry(name, level, False, broker_loggers.SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG,
-                                   broker_loggers.TYPE_UNKNOWN, ()) for name, level in broker_loggers.loggers()]
+            entries = [ConfigEntry(name, level, False, SOURCE_DYNAMIC_BROKER_LOGGER, TYPE_CODES["UNKNOWN"], ())
+                       for name, level in broker_loggers.loggers()]
         elif r.resource_type == RESOURCE_BROKER:
             if r.resource_name not in ("", str(self.svc.node_id)):
                 return _err(r, ErrorCode.invalid_request, f"Unexpected broker id {r.resource_name}")
