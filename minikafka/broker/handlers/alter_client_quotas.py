@@ -32,28 +32,26 @@ class AlterClientQuotasHandler:
              [Op(op.key, None if op.remove else float(op.value)) for op in entry.ops])
             for entry in req.entries
         ])
-        results: list[tuple[Any, ErrorCode, str | None]] = []
-        changed = {o.entity: o.quotas for o in outcomes
-                   if o.error is None and o.entity is not None and o.quotas is not None}
-        error: tuple[ErrorCode, str] | None = None
-        if changed and not req.validate_only:
-            new = dict(quotas.configured)
-            new.update(changed)
+        accepted = {o.entity: o.quotas for o in outcomes if o.error is None}
+        not_saved: str | None = None
+        if accepted and not req.validate_only:
             try:
-                self.svc.save_client_quotas(new)
+                self.svc.save_client_quotas({**quotas.configured, **accepted})  # type: ignore[dict-item]
             except OSError as exc:
-                error = (ErrorCode.kafka_storage_error, f"Cannot persist the change: {exc}")
+                not_saved = f"Cannot persist the change: {exc}"
             else:
-                for entity, q in changed.items():
-                    quotas.apply(entity, q)
-                log.info("client_quotas_altered", entities=len(changed), client_id=ctx.client_id)
-        for o in outcomes:
+                for entity, q in accepted.items():
+                    quotas.apply(entity, q)  # type: ignore[arg-type]
+                log.info("client_quotas_altered", entities=len(accepted), client_id=ctx.client_id)
+
+        def result(o: Any) -> tuple[Any, ErrorCode, str | None]:
             if o.error is not None:
-                results.append((o.pairs, ErrorCode.invalid_request, str(o.error)))
-            elif error is not None:
-                results.append((o.pairs, *error))
-            else:
-                results.append((o.pairs, ErrorCode.none, None))
+                return o.pairs, ErrorCode.invalid_request, str(o.error)
+            if not_saved is not None:
+                return o.pairs, ErrorCode.kafka_storage_error, not_saved
+            return o.pairs, ErrorCode.none, None
+
+        results = [result(o) for o in outcomes]
         return messages.AlterClientQuotasResponse(throttle_time=ZERO_MS, entries=tuple(
             messages.AlterClientQuotasEntry(
                 error_code=code, error_message=message,
