@@ -19,34 +19,16 @@ import time
 import urllib.request
 from pathlib import Path
 
-from confluent_kafka import Consumer, TopicPartition
+from app_support import LIBS, ScenarioFailed, check, java, stop, verdict, watermarks
+from confluent_kafka import Consumer
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[2]
-LIBS = Path(os.environ.get("KAFKA_CACHE", REPO / ".cache" / "kafka")) / "4.3.1" / "apps"
-LOG4J = REPO / "bench" / "kafka" / "tools-log4j2.properties"
 LINES = 3000
-
-
-class Failed(Exception):
-    pass
-
-
-def check(ok: bool, what: str) -> None:
-    if not ok:
-        raise Failed(what)
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def start_worker(props: Path, log: Path) -> subprocess.Popen:
-    return subprocess.Popen(["java", "-Xmx384M", f"-Dlog4j2.configurationFile={LOG4J}", "-cp", str(LIBS / "*"),
-                             "org.apache.kafka.connect.cli.ConnectDistributed", str(props)],
-                            stdout=open(log, "ab"), stderr=subprocess.STDOUT)  # noqa: SIM115 - the child's
 
 
 def rest(port: int, method: str, path: str, body: dict | None = None) -> dict:
@@ -69,16 +51,6 @@ def wait_rest(port: int, app: subprocess.Popen, deadline_s: float) -> None:
             time.sleep(0.5)
 
 
-def high_watermark(bootstrap: str, topic: str) -> int:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "connect-probe"})
-    try:
-        return c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10, cached=False)[1]
-    except Exception:  # noqa: BLE001 - the topic may not exist yet
-        return 0
-    finally:
-        c.close()
-
-
 def main(bootstrap: str, prefix: str) -> None:
     check((LIBS / "connect-runtime-4.3.1.jar").exists(), f"Kafka Connect jars missing in {LIBS}")
     topic = f"{prefix}-lines"
@@ -98,7 +70,7 @@ def main(bootstrap: str, prefix: str) -> None:
             "exactly.once.source.support=enabled", f"listeners=http://127.0.0.1:{port}",
             "offset.flush.interval.ms=500", "scheduled.rebalance.max.delay.ms=1000", ""]))
         log = work / "worker.log"
-        worker = start_worker(props, log)
+        worker = java("org.apache.kafka.connect.cli.ConnectDistributed", str(props), log=log)
         try:
             wait_rest(port, worker, 120)
             rest(port, "PUT", f"/connectors/{prefix}-file/config", {
@@ -108,14 +80,14 @@ def main(bootstrap: str, prefix: str) -> None:
                 "tasks.max": "1", "file": str(source), "topic": topic,
                 "exactly.once.support": "required", "transaction.boundary": "poll"})
             end = time.monotonic() + 120
-            while high_watermark(bootstrap, topic) < 200:
+            while watermarks(bootstrap, topic, 0)[1] < 200:
                 check(time.monotonic() < end and worker.poll() is None, "the connector copied nothing")
                 time.sleep(0.2)
             worker.send_signal(signal.SIGKILL)  # in the middle of copying
             worker.wait(30)
             with source.open("a") as f:
                 f.write("".join(f"line-{i}\n" for i in range(LINES // 2, LINES)))
-            worker = start_worker(props, log)
+            worker = java("org.apache.kafka.connect.cli.ConnectDistributed", str(props), log=log)
             wait_rest(port, worker, 120)
             c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{prefix}-check",
                           "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
@@ -127,8 +99,7 @@ def main(bootstrap: str, prefix: str) -> None:
                     m = c.poll(0.5)
                     if m is not None and not m.error():
                         seen.append(m.value().decode())
-                time.sleep(1.0)  # a line too many would come now
-                m = c.poll(1.0)
+                m = c.poll(2.0)  # a line too many would come now
                 if m is not None and not m.error():
                     seen.append(m.value().decode())
             finally:
@@ -139,24 +110,12 @@ def main(bootstrap: str, prefix: str) -> None:
                 missing = [w for w in want if w not in set(seen)]
                 if os.environ.get("CONNECT_LOG_TO"):
                     Path(os.environ["CONNECT_LOG_TO"]).write_bytes(log.read_bytes())
-                raise Failed(f"read {len(seen)} lines ({dup} duplicates, {len(missing)} missing from "
+                raise ScenarioFailed(f"read {len(seen)} lines ({dup} duplicates, {len(missing)} missing from "
                              f"{missing[:1]}), expected line-0..line-{LINES - 1} once each")
         finally:
-            if worker.poll() is None:
-                worker.terminate()
-                try:
-                    worker.wait(30)
-                except subprocess.TimeoutExpired:
-                    worker.kill()
+            stop(worker)
+
 
 
 if __name__ == "__main__":
-    try:
-        main(sys.argv[1], sys.argv[2])
-    except Failed as exc:
-        print(f"FAILED: {exc}")
-        sys.exit(1)
-    except Exception as exc:  # noqa: BLE001 - one line for the table
-        print(f"FAILED: {type(exc).__name__}: {exc}")
-        sys.exit(1)
-    print("ok")
+    verdict(main, *sys.argv[1:3])

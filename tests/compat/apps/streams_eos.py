@@ -10,30 +10,17 @@ DeleteRecords (a long-running app would otherwise grow without bound).
 from __future__ import annotations
 
 import collections
-import os
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from app_support import LIBS, check, java, stop, verdict, watermarks
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[2]
-LIBS = Path(os.environ.get("KAFKA_CACHE", REPO / ".cache" / "kafka")) / "4.3.1" / "apps"
-LOG4J = REPO / "bench" / "kafka" / "tools-log4j2.properties"
-
-
-class Failed(Exception):
-    pass
-
-
-def check(ok: bool, what: str) -> None:
-    if not ok:
-        raise Failed(what)
 
 
 def produce_lines(bootstrap: str, topic: str, start: int, n: int, counts: collections.Counter) -> None:
@@ -45,10 +32,8 @@ def produce_lines(bootstrap: str, topic: str, start: int, n: int, counts: collec
     check(p.flush(30) == 0, "input not produced")
 
 
-def start_app(bootstrap: str, prefix: str, state: str) -> subprocess.Popen:
-    return subprocess.Popen(["java", "-Xmx256M", f"-Dlog4j2.configurationFile={LOG4J}", "-cp", str(LIBS / "*"),
-                             str(HERE / "StreamsWordCount.java"), bootstrap, prefix, state],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def start_app(bootstrap: str, prefix: str, state: str):  # type: ignore[no-untyped-def]
+    return java(str(HERE / "StreamsWordCount.java"), bootstrap, prefix, state)
 
 
 def committed_counts(bootstrap: str, topic: str, expected: collections.Counter, deadline_s: float) -> dict[str, int]:
@@ -83,14 +68,9 @@ def main(bootstrap: str, prefix: str) -> None:
         try:
             # Kill it once it is counting (output exists), in the middle of its transactions.
             end = time.monotonic() + 120
-            probe = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{prefix}-probe"})
-            try:
-                while not any(probe.get_watermark_offsets(TopicPartition(counts_topic, p), timeout=10)[1] > 0
-                              for p in (0, 1)):
-                    check(time.monotonic() < end and app.poll() is None, "the Streams app produced no output")
-                    time.sleep(0.2)
-            finally:
-                probe.close()
+            while not any(watermarks(bootstrap, counts_topic, p)[1] > 0 for p in (0, 1)):
+                check(time.monotonic() < end and app.poll() is None, "the Streams app produced no output")
+                time.sleep(0.2)
             app.send_signal(signal.SIGKILL)
             app.wait(30)
             produce_lines(bootstrap, text, 400, 400, expected)
@@ -102,31 +82,13 @@ def main(bootstrap: str, prefix: str) -> None:
             repartition = [t for t in admin.list_topics(timeout=10).topics if t.startswith(f"{prefix}-wc-")
                            and t.endswith("-repartition")]
             check(len(repartition) == 1, f"repartition topics: {repartition}")
-            probe = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{prefix}-probe"})
-            try:
-                end = time.monotonic() + 30
-                while not any(probe.get_watermark_offsets(TopicPartition(repartition[0], p), timeout=10,
-                                                          cached=False)[0] > 0 for p in (0, 1)):
-                    check(time.monotonic() < end, "the repartition topic was never purged (DeleteRecords)")
-                    time.sleep(0.5)
-            finally:
-                probe.close()
+            end = time.monotonic() + 30
+            while not any(watermarks(bootstrap, repartition[0], p)[0] > 0 for p in (0, 1)):
+                check(time.monotonic() < end, "the repartition topic was never purged (DeleteRecords)")
+                time.sleep(0.5)
         finally:
-            if app.poll() is None:
-                app.terminate()
-                try:
-                    app.wait(30)
-                except subprocess.TimeoutExpired:
-                    app.kill()
+            stop(app)
 
 
 if __name__ == "__main__":
-    try:
-        main(sys.argv[1], sys.argv[2])
-    except Failed as exc:
-        print(f"FAILED: {exc}")
-        sys.exit(1)
-    except Exception as exc:  # noqa: BLE001 - one line for the table
-        print(f"FAILED: {type(exc).__name__}: {exc}")
-        sys.exit(1)
-    print("ok")
+    verdict(main, *sys.argv[1:3])

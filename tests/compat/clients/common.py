@@ -37,13 +37,10 @@ def until(deadline_s: float, done: Callable[[], bool], step: Callable[[], None])
         step()
 
 
-def main(scenarios: dict[str, Callable[[str, str], None]]) -> None:
-    scenario, bootstrap, prefix = sys.argv[1:4]
-    if scenario not in scenarios:
-        print(f"n/a: {scenario} is not supported by this client")
-        sys.exit(3)
+def verdict(fn: Callable[..., None], *args: str) -> None:
+    """Run one scenario and end the process as run.py reads it: `ok` and 0, or one line and 1."""
     try:
-        scenarios[scenario](bootstrap, prefix)
+        fn(*args)
     except ScenarioFailed as exc:
         print(f"FAILED: {exc}")
         sys.exit(1)
@@ -51,3 +48,11 @@ def main(scenarios: dict[str, Callable[[str, str], None]]) -> None:
         print(f"FAILED: {type(exc).__name__}: {exc}")
         sys.exit(1)
     print("ok")
+
+
+def main(scenarios: dict[str, Callable[[str, str], None]]) -> None:
+    scenario, bootstrap, prefix = sys.argv[1:4]
+    if scenario not in scenarios:
+        print(f"n/a: {scenario} is not supported by this client")
+        sys.exit(3)
+    verdict(scenarios[scenario], bootstrap, prefix)
