@@ -3,31 +3,7 @@
 
 const { Kafka, logLevel } = require('kafkajs');
 
-class Failed extends Error {}
-const check = (ok, what) => { if (!ok) throw new Failed(what); };
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function until(timeoutMs, done, step = () => sleep(50)) {
-  const end = Date.now() + timeoutMs;
-  while (!done()) {
-    check(Date.now() < end, 'timed out');
-    await step();
-  }
-}
-
-function checkOrdered(records, n) {
-  const values = records.map((r) => Number(r.value.slice(1))).sort((a, b) => a - b);
-  check(values.length === n && values.every((v, i) => v === i), `read ${records.length} records, expected v0..v${n - 1} once each`);
-  const byKey = new Map();
-  const last = new Map();
-  for (const r of records) {
-    if (byKey.has(r.key)) check(byKey.get(r.key) === r.partition, `key ${r.key} on two partitions`);
-    byKey.set(r.key, r.partition);
-    const i = Number(r.value.slice(1));
-    check((last.get(r.partition) ?? -1) < i, `partition ${r.partition} out of order at ${r.value}`);
-    last.set(r.partition, i);
-  }
-}
+const { Failed, check, sleep, until, checkOrdered, run } = require('./common');
 
 function kafka(bootstrap) {
   return new Kafka({ clientId: 'compat-kafkajs', brokers: [bootstrap], logLevel: logLevel.NOTHING });
@@ -230,18 +206,4 @@ async function admin(bootstrap, prefix) {
 
 const SCENARIOS = { produce_consume: produceConsume, group_resume: groupResume, idempotent, transactional, admin };
 
-(async () => {
-  const [scenario, bootstrap, prefix] = process.argv.slice(2);
-  if (!SCENARIOS[scenario]) {
-    console.log(`n/a: ${scenario} is not supported by this client`);
-    process.exit(3);
-  }
-  try {
-    await SCENARIOS[scenario](bootstrap, prefix);
-    console.log('ok');
-    process.exit(0);
-  } catch (e) {
-    console.log(`FAILED: ${e instanceof Failed ? e.message : `${e.name}: ${e.message}`}`);
-    process.exit(1);
-  }
-})();
+run(SCENARIOS);

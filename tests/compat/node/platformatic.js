@@ -5,38 +5,20 @@ const {
   Admin, Consumer, Producer, stringSerializers, stringDeserializers, FetchIsolationLevels,
 } = require('@platformatic/kafka');
 
-class Failed extends Error {}
-const check = (ok, what) => { if (!ok) throw new Failed(what); };
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const { Failed, check, sleep, until, checkOrdered, run } = require('./common');
 
-// Errors of the consumers' streams, reported by until() as the scenario's failure.
+// Errors of the consumers' streams, reported by waitFor() as the scenario's failure.
 const streamErrors = [];
 
-async function until(timeoutMs, done) {
-  const end = Date.now() + timeoutMs;
-  while (!done()) {
+function waitFor(timeoutMs, done) {
+  return until(timeoutMs, done, async () => {
     if (streamErrors.length) {
       const e = streamErrors[0];
       const first = (e.errors && e.errors[0] && e.errors[0].errors && e.errors[0].errors[0]) || e;
       throw new Failed(`consumer stream: ${e.message} (${first.apiId || first.code || first.message})`);
     }
-    check(Date.now() < end, 'timed out');
     await sleep(50);
-  }
-}
-
-function checkOrdered(records, n) {
-  const values = records.map((r) => Number(r.value.slice(1))).sort((a, b) => a - b);
-  check(values.length === n && values.every((v, i) => v === i), `read ${records.length} records, expected v0..v${n - 1} once each`);
-  const byKey = new Map();
-  const last = new Map();
-  for (const r of records) {
-    if (byKey.has(r.key)) check(byKey.get(r.key) === r.partition, `key ${r.key} on two partitions`);
-    byKey.set(r.key, r.partition);
-    const i = Number(r.value.slice(1));
-    check((last.get(r.partition) ?? -1) < i, `partition ${r.partition} out of order at ${r.value}`);
-    last.set(r.partition, i);
-  }
+  });
 }
 
 const base = (bootstrap) => ({ clientId: 'compat-platformatic', bootstrapBrokers: [bootstrap] });
@@ -82,7 +64,7 @@ async function produceConsume(bootstrap, prefix) {
   const records = [];
   const m = await member(bootstrap, `${prefix}-pc-g`, topic, records);
   try {
-    await until(30000, () => records.length >= 300);
+    await waitFor(30000, () => records.length >= 300);
     checkOrdered(records, 300);
   } finally {
     await m.close();
@@ -105,9 +87,9 @@ async function groupResume(bootstrap, prefix) {
   const rb = [];
   const a = await member(bootstrap, groupId, topic, ra);
   const b = await member(bootstrap, groupId, topic, rb);
-  await until(60000, () => a.assigned() === 1 && b.assigned() === 1);
+  await waitFor(60000, () => a.assigned() === 1 && b.assigned() === 1);
   await produce(bootstrap, topic, 0, 100);
-  await until(60000, () => ra.length + rb.length >= 100);
+  await waitFor(60000, () => ra.length + rb.length >= 100);
   check(ra.length > 0 && rb.length > 0 && ra.length + rb.length === 100, `members read ${ra.length} and ${rb.length}`);
   await commitAll(a.consumer, topic, ra);
   await commitAll(b.consumer, topic, rb);
@@ -117,7 +99,7 @@ async function groupResume(bootstrap, prefix) {
   const rc = [];
   const c = await member(bootstrap, groupId, topic, rc);
   try {
-    await until(30000, () => rc.length >= 50);
+    await waitFor(30000, () => rc.length >= 50);
     await sleep(500); // a record too many would come now
     const values = rc.map((r) => Number(r.value.slice(1))).sort((x, y) => x - y);
     check(values.length === 50 && values[0] === 100 && values[49] === 149, `did not resume at the commit: ${values.length} records`);
@@ -133,7 +115,7 @@ async function idempotent(bootstrap, prefix) {
   const records = [];
   const m = await member(bootstrap, `${prefix}-idem-g`, topic, records);
   try {
-    await until(30000, () => records.length >= 200);
+    await waitFor(30000, () => records.length >= 200);
     checkOrdered(records, 200);
   } finally {
     await m.close();
@@ -153,7 +135,7 @@ async function transactional(bootstrap, prefix) {
   // of 10 is copied in a transaction that commits the group's offset; the third is aborted and redone.
   const input = [];
   const reader = await member(bootstrap, groupId, src, input, { isolationLevel: FetchIsolationLevels.READ_COMMITTED });
-  await until(30000, () => input.length >= 100);
+  await waitFor(30000, () => input.length >= 100);
   let copied = 0;
   let batches = 0;
   while (copied < 100) {
@@ -175,7 +157,7 @@ async function transactional(bootstrap, prefix) {
   const out = [];
   const r = await member(bootstrap, `${prefix}-eos-r`, dst, out, { isolationLevel: FetchIsolationLevels.READ_COMMITTED });
   try {
-    await until(30000, () => out.length >= 100);
+    await waitFor(30000, () => out.length >= 100);
     await sleep(1000); // a value too many would come now
     const values = out.map((o) => o.value);
     check(values.length === 100 && new Set(values).size === 100 && values.every((v) => v.startsWith('V')),
@@ -222,18 +204,4 @@ async function admin(bootstrap, prefix) {
 
 const SCENARIOS = { produce_consume: produceConsume, group_resume: groupResume, idempotent, transactional, admin };
 
-(async () => {
-  const [scenario, bootstrap, prefix] = process.argv.slice(2);
-  if (!SCENARIOS[scenario]) {
-    console.log(`n/a: ${scenario} is not supported by this client`);
-    process.exit(3);
-  }
-  try {
-    await SCENARIOS[scenario](bootstrap, prefix);
-    console.log('ok');
-    process.exit(0);
-  } catch (e) {
-    console.log(`FAILED: ${e instanceof Failed ? e.message : `${e.name}: ${e.message}`}`);
-    process.exit(1);
-  }
-})();
+run(SCENARIOS);
