@@ -52,9 +52,12 @@ async function member(bootstrap, groupId, topic, records, options = {}) {
   const stream = await consumer.consume({ topics: [topic], mode: 'committed', fallbackMode: 'earliest', autocommit: false });
   stream.on('error', (e) => streamErrors.push(e));
   stream.on('data', (m) => records.push({ partition: m.partition, key: m.key, value: m.value, offset: m.offset, message: m }));
+  let fetches = 0; // completed Fetch requests (the stream emits 'fetch' for each, records or not)
+  stream.on('fetch', () => { fetches += 1; });
   const assigned = () => (consumer.assignments || []).filter((a) => a.topic === topic)
     .reduce((n, a) => n + a.partitions.length, 0);
-  return { consumer, stream, assigned, close: async () => { await stream.close(); await consumer.close(); } };
+  return { consumer, stream, assigned, fetches: () => fetches,
+    close: async () => { await stream.close(); await consumer.close(); } };
 }
 
 async function produceConsume(bootstrap, prefix) {
@@ -88,6 +91,11 @@ async function groupResume(bootstrap, prefix) {
   const a = await member(bootstrap, groupId, topic, ra);
   const b = await member(bootstrap, groupId, topic, rb);
   await waitFor(60000, () => a.assigned() === 1 && b.assigned() === 1);
+  // A Fetch sent before the rebalance still names both partitions and, answered after the produce,
+  // would hand the first member the revoked partition's records too (the stream does not drop them).
+  // One completed Fetch per member after the new assignment means the next ones name its partition only.
+  const [fa, fb] = [a.fetches(), b.fetches()];
+  await waitFor(60000, () => a.fetches() > fa && b.fetches() > fb);
   await produce(bootstrap, topic, 0, 100);
   await waitFor(60000, () => ra.length + rb.length >= 100);
   check(ra.length > 0 && rb.length > 0 && ra.length + rb.length === 100, `members read ${ra.length} and ${rb.length}`);
