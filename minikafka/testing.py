@@ -9,6 +9,11 @@ The broker runs as a subprocess (`python -m minikafka serve`) on a free loopback
 data in the test's tmp_path, so tests can also kill -9 it, stop it cleanly, pause it and restart
 it on the same data and port. Readiness is a protocol check (an ApiVersions round trip), never a
 log line.
+
+Tests that never kill it can have it in-process instead (`minikafka.embedded.EmbeddedBroker`: the
+same broker on a background event-loop thread, ready in milliseconds): mark a test
+`@pytest.mark.minikafka_in_process`, or run a whole suite so with `pytest --minikafka-in-process`.
+An in-process broker stops cleanly and restarts, and skips a test that asks it to kill -9 or pause.
 """
 
 from __future__ import annotations
@@ -182,12 +187,49 @@ class ExternalBroker:
         raise AttributeError(name)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--minikafka-in-process", action="store_true", default=False,
+                     help="kafka_broker runs minikafka on a thread of the test process, not as a subprocess")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "minikafka_in_process: this test's kafka_broker runs in the test process")
+
+
+class InProcessBroker:
+    """The fixture's face of an EmbeddedBroker: what only a process can do skips the test."""
+
+    def __init__(self, data_dir: Path) -> None:
+        from minikafka.embedded import EmbeddedBroker
+
+        self._broker = EmbeddedBroker(data_dir, overrides=TEST_OVERRIDES)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("kill9", "pause", "resume", "pid", "rss_kb", "log_tail"):
+            pytest.skip(f"{name} needs a broker process (this test's broker runs in-process)")
+        return getattr(self._broker, name)
+
+    def restart(self, *, hard: bool = False, timeout: float = 30.0) -> Any:
+        if hard:
+            pytest.skip("a crash restart needs a broker process (this test's broker runs in-process)")
+        return self._broker.restart(timeout=timeout)
+
+
 @pytest.fixture
-def kafka_broker(tmp_path: Path) -> Iterator[BrokerProcess | ExternalBroker]:
+def kafka_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     """A fresh minikafka broker for the test, or the broker named by KAFKA_BOOTSTRAP."""
     external = os.environ.get("KAFKA_BOOTSTRAP")
     if external:
         yield ExternalBroker(external)
+        return
+    if request.config.getoption("--minikafka-in-process", default=False) or \
+            request.node.get_closest_marker("minikafka_in_process"):
+        in_process = InProcessBroker(tmp_path / "kafka-data")
+        in_process.start()
+        try:
+            yield in_process
+        finally:
+            in_process.term()
         return
     broker = BrokerProcess(tmp_path / "kafka-data").start()
     try:

@@ -222,13 +222,17 @@ class Broker:
     def request_stop(self) -> None:
         self._stopping.set()
 
+    async def stop_requested(self) -> None:
+        """Return once request_stop() was called (by a signal handler, or the embedded broker's owner)."""
+        await self._stopping.wait()
+
     async def run(self) -> None:
         """Serve until SIGTERM/SIGINT, then shut down cleanly."""
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop)
         await self.start()
-        await self._stopping.wait()
+        await self.stop_requested()
         await self.shutdown()
 
     async def shutdown(self) -> None:

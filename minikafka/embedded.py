@@ -1,0 +1,133 @@
+"""A minikafka broker on a background event-loop thread of the calling process, for tests.
+
+Starting one costs no interpreter start and no imports after the first (the subprocess broker of
+`minikafka.testing.BrokerProcess` pays both on every start), so a suite can give each test a fresh
+broker. It serves real sockets on a loopback port like any other: clients cannot tell the difference.
+What it cannot do is die: kill -9, SIGSTOP and a crash restart need the subprocess broker.
+
+    with EmbeddedBroker(tmp_path / "data").start() as broker:
+        Producer({"bootstrap.servers": broker.bootstrap})
+
+The event loop is uvloop's, as in `minikafka serve`; the broker never touches signal handlers here
+(they belong to the main thread), it stops when `term()` asks it to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from minikafka.config import load
+
+
+class EmbeddedBroker:
+    external = False
+    in_process = True
+
+    def __init__(self, data_dir: Path, *, port: int = 0, overrides: Mapping[str, str] | None = None) -> None:
+        self.data_dir = Path(data_dir)
+        self.host = "127.0.0.1"
+        self.port = port  # 0: a free port, kept for restarts once bound
+        self.overrides = dict(overrides or {})
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._broker: Any = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self, timeout: float = 30.0) -> EmbeddedBroker:
+        if self.running:
+            raise RuntimeError("the broker is already running")
+        ready = threading.Event()
+        failure: list[BaseException] = []
+        self._thread = threading.Thread(target=self._serve, args=(ready, failure), name="minikafka-broker",
+                                        daemon=True)
+        self._thread.start()
+        if not ready.wait(timeout):
+            raise TimeoutError(f"the embedded broker was not ready within {timeout} s")
+        if failure:
+            self._thread.join(timeout)
+            self._thread = None
+            raise failure[0]
+        return self
+
+    def _serve(self, ready: threading.Event, failure: list[BaseException]) -> None:
+        import uvloop
+
+        loop = uvloop.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._main(ready, failure))
+        except BaseException as exc:  # noqa: BLE001 - reported to start(), which re-raises it
+            if not ready.is_set():
+                failure.append(exc)
+        finally:
+            ready.set()
+            loop.close()
+            self._loop = None
+
+    async def _main(self, ready: threading.Event, failure: list[BaseException]) -> None:
+        from minikafka.broker.app import Broker
+
+        config = load(None, [f"{k}={v}" for k, v in self.overrides.items()], host=self.host, port=self.port,
+                      data_dir=self.data_dir)
+        broker = Broker(config)
+        try:
+            await broker.start()
+        except BaseException as exc:
+            failure.append(exc)
+            ready.set()
+            await _quietly(broker.shutdown())
+            return
+        self.port = broker.server.port
+        self._broker = broker
+        ready.set()
+        try:
+            await broker.stop_requested()
+        finally:
+            await broker.shutdown()
+            self._broker = None
+
+    def term(self, timeout: float = 30.0) -> int:
+        """Stop cleanly, as SIGTERM stops `minikafka serve` (in-flight requests finish, logs flush).
+        Returns 0 as the process broker's exit code would be."""
+        thread, loop, broker = self._thread, self._loop, self._broker
+        if thread is None:
+            return 0
+        if loop is not None and broker is not None:
+            loop.call_soon_threadsafe(broker.request_stop)
+        thread.join(timeout)
+        if thread.is_alive():
+            raise TimeoutError(f"the embedded broker did not stop within {timeout} s")
+        self._thread = None
+        return 0
+
+    stop = term
+
+    def restart(self, *, hard: bool = False, timeout: float = 30.0) -> EmbeddedBroker:
+        if hard:
+            raise NotImplementedError("a crash restart needs the subprocess broker (BrokerProcess)")
+        self.term(timeout)
+        return self.start(timeout)
+
+    def __enter__(self) -> EmbeddedBroker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.term()
+
+
+async def _quietly(aw: Any) -> None:
+    try:
+        await aw
+    except Exception:  # noqa: BLE001 - a half-started broker: release what can be released
+        pass
