@@ -21,6 +21,7 @@ from pathlib import Path
 
 from app_support import LIBS, ScenarioFailed, check, java, stop, verdict, watermarks
 from confluent_kafka import Consumer
+from confluent_kafka.admin import AdminClient, NewTopic
 
 LINES = 3000
 
@@ -58,6 +59,11 @@ def main(bootstrap: str, prefix: str) -> None:
         work = Path(tmp)
         source = work / "input.txt"
         source.write_text("".join(f"line-{i}\n" for i in range(LINES // 2)))
+        # The topic exists before the connector starts: Kafka's brokers in this matrix do not
+        # auto-create topics (Connect's own topics it creates itself).
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        for f in admin.create_topics([NewTopic(topic, 1, 1)]).values():
+            f.result(30)
         port = free_port()
         props = work / "worker.properties"
         props.write_text("\n".join([
@@ -108,10 +114,12 @@ def main(bootstrap: str, prefix: str) -> None:
             if seen != want:
                 dup = len(seen) - len(set(seen))
                 missing = [w for w in want if w not in set(seen)]
-                if os.environ.get("CONNECT_LOG_TO"):
-                    Path(os.environ["CONNECT_LOG_TO"]).write_bytes(log.read_bytes())
                 raise ScenarioFailed(f"read {len(seen)} lines ({dup} duplicates, {len(missing)} missing from "
-                             f"{missing[:1]}), expected line-0..line-{LINES - 1} once each")
+                                     f"{missing[:1]}), expected line-0..line-{LINES - 1} once each")
+        except ScenarioFailed:
+            if os.environ.get("CONNECT_LOG_TO"):  # the worker's log, to see why
+                Path(os.environ["CONNECT_LOG_TO"]).write_bytes(log.read_bytes())
+            raise
         finally:
             stop(worker)
 
