@@ -31,6 +31,14 @@ from scenario import SCENARIOS  # noqa: E402
 
 PYTHON = sys.executable
 TIMEOUT_S = 180
+# Cells known to fail on minikafka until a later issue lands: (client, scenario) -> why. They show
+# as "FAILED (issue N)" with the reason in the notes, and do not fail `make compat`; any other
+# failure does, and so does a known one that starts to pass (the entry is then stale).
+KNOWN_ON_MINIKAFKA = {
+    ("platformatic", s): "issue 18: @platformatic/kafka's consumer sends only Fetch v13+ (topics named by "
+                         "id; at v12 it puts the id where the name goes), and minikafka serves Fetch up to v12"
+    for s in ("produce_consume", "group_resume", "idempotent", "transactional")
+}
 
 
 @dataclass(frozen=True)
@@ -96,7 +104,8 @@ def run_matrix(bootstrap: str, chosen: list[Client]) -> dict[tuple[str, str], tu
     return results
 
 
-def table(broker: str, results: dict[tuple[str, str], tuple[str, str, float]], chosen: list[Client]) -> list[str]:
+def table(broker: str, results: dict[tuple[str, str], tuple[str, str, float]], chosen: list[Client],
+          known: dict[tuple[str, str], str] | None = None) -> list[str]:
     out = [f"### {broker}", "", "| client | " + " | ".join(SCENARIOS) + " |",
            "|---|" + "---|" * len(SCENARIOS)]
     notes = []
@@ -104,6 +113,13 @@ def table(broker: str, results: dict[tuple[str, str], tuple[str, str, float]], c
         cells = []
         for scenario in SCENARIOS:
             status, note, elapsed = results[(client.name, scenario)]
+            why = (known or {}).get((client.name, scenario))
+            if why and status == "FAILED":
+                cells.append(f"FAILED ({why.split(':')[0]})")
+                notes.append(f"- {client.name} / {scenario}: known, {why}. {note}")
+                continue
+            if why and status == "ok":
+                note = f"STALE: listed as known to fail ({why.split(':')[0]}) but passes; drop the entry"
             cells.append(f"{status} ({elapsed:.1f} s)" if status == "ok" else status)
             if note:
                 notes.append(f"- {client.name} / {scenario}: {note}")
@@ -212,7 +228,7 @@ def main() -> None:
     from minikafka.testing import BrokerProcess
     broker = BrokerProcess(Path(tempfile.mkdtemp(prefix="compat-"))).start()  # the suite's settings
     try:
-        sections += table("minikafka", run_matrix(broker.bootstrap, chosen), chosen)
+        sections += table("minikafka", run_matrix(broker.bootstrap, chosen), chosen, KNOWN_ON_MINIKAFKA)
         if args.apps:
             apps["minikafka"] = run_apps(broker.bootstrap)
         if args.kgo:
@@ -250,7 +266,8 @@ def main() -> None:
         head += ["Not run:", *skipped, ""]
     Path(args.out).write_text("\n".join(head + sections))
     print(f"written {args.out}")
-    failed = [line for line in sections if "FAILED" in line or line.startswith("- failed:")]
+    failed = [line for line in sections if line.startswith("- failed:") or "STALE" in line or
+              ("FAILED" in line.replace("FAILED (issue", "") and ": known, issue" not in line)]
     sys.exit(1 if failed else 0)
 
 
