@@ -8,7 +8,7 @@ topic). Topic ids are real (persisted in partition.metadata); leader epoch is al
 from __future__ import annotations
 
 import dataclasses
-
+import functools
 import uuid
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -72,17 +72,24 @@ class MetadataHandler:
         return response
 
     def _topic(self, info: TopicInfo, asked_for_operations: bool) -> messages.MetadataResponseTopic:
-        node = self.svc.node_id
-        parts = tuple(
-            messages.MetadataResponsePartition(error_code=ErrorCode.none, partition_index=p, leader_id=node,
-                                      leader_epoch=0, replica_nodes=(node,), isr_nodes=(node,),
-                                      offline_replicas=())
-            for p in range(info.partitions)
-        )
         return messages.MetadataResponseTopic(error_code=ErrorCode.none, name=info.name, topic_id=info.topic_id,
-                                     is_internal=info.internal, partitions=parts,
+                                     is_internal=info.internal,
+                                     partitions=_partition_entries(self.svc.node_id, info.partitions),
                                      topic_authorized_operations=authorized_operations.answer(
                                          asked_for_operations, authorized_operations.TOPIC))
+
+
+@functools.lru_cache(maxsize=1024)
+def _partition_entries(node: int, count: int) -> tuple[messages.MetadataResponsePartition, ...]:
+    """Partitions 0..count-1, each led by this node with epoch 0: the same entries for every topic
+    with that many partitions, and immutable, so built once rather than per topic per request
+    (a quarter of a full Metadata's time at 4,000 partitions went into building them)."""
+    return tuple(
+        messages.MetadataResponsePartition(error_code=ErrorCode.none, partition_index=p, leader_id=node,
+                                           leader_epoch=0, replica_nodes=(node,), isr_nodes=(node,),
+                                           offline_replicas=())
+        for p in range(count)
+    )
 
 
 def _topic_error(name: str | None, code: ErrorCode, topic_id: uuid.UUID = ZERO_UUID) -> messages.MetadataResponseTopic:
