@@ -35,6 +35,7 @@ class EmbeddedBroker:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._broker: Any = None
+        self._failure: list[BaseException] = []  # what ended the broker's thread, if anything did
 
     @property
     def bootstrap(self) -> str:
@@ -48,16 +49,16 @@ class EmbeddedBroker:
         if self.running:
             raise RuntimeError("the broker is already running")
         ready = threading.Event()
-        failure: list[BaseException] = []
-        self._thread = threading.Thread(target=self._serve, args=(ready, failure), name="minikafka-broker",
+        self._failure = []
+        self._thread = threading.Thread(target=self._serve, args=(ready, self._failure), name="minikafka-broker",
                                         daemon=True)
         self._thread.start()
         if not ready.wait(timeout):
             raise TimeoutError(f"the embedded broker was not ready within {timeout} s")
-        if failure:
+        if self._failure:  # it never served: the thread is ending
             self._thread.join(timeout)
             self._thread = None
-            raise failure[0]
+            raise self._failure[0]
         return self
 
     def _serve(self, ready: threading.Event, failure: list[BaseException]) -> None:
@@ -66,16 +67,15 @@ class EmbeddedBroker:
         loop = uvloop.new_event_loop()
         self._loop = loop
         try:
-            loop.run_until_complete(self._main(ready, failure))
-        except BaseException as exc:  # noqa: BLE001 - reported to start(), which re-raises it
-            if not ready.is_set():
-                failure.append(exc)
+            loop.run_until_complete(self._main(ready))
+        except BaseException as exc:  # noqa: BLE001 - start() or term() re-raises it in the owner's thread
+            failure.append(exc)
         finally:
             ready.set()
             loop.close()
             self._loop = None
 
-    async def _main(self, ready: threading.Event, failure: list[BaseException]) -> None:
+    async def _main(self, ready: threading.Event) -> None:
         from minikafka.broker.app import Broker
 
         config = load(None, [f"{k}={v}" for k, v in self.overrides.items()], host=self.host, port=self.port,
@@ -83,19 +83,17 @@ class EmbeddedBroker:
         broker = Broker(config)
         try:
             await broker.start()
-        except BaseException as exc:
-            failure.append(exc)
-            ready.set()
-            await _quietly(broker.shutdown())
-            return
+        except BaseException:
+            await _quietly(broker.shutdown())  # a half-started broker: release what it took (the dir lock)
+            raise
         self.port = broker.server.port
         self._broker = broker
         ready.set()
         try:
             await broker.stop_requested()
         finally:
-            await broker.shutdown()
             self._broker = None
+            await broker.shutdown()
 
     def term(self, timeout: float = 30.0) -> int:
         """Stop cleanly, as SIGTERM stops `minikafka serve` (in-flight requests finish, logs flush).
@@ -109,6 +107,8 @@ class EmbeddedBroker:
         if thread.is_alive():
             raise TimeoutError(f"the embedded broker did not stop within {timeout} s")
         self._thread = None
+        if self._failure:  # the broker's thread ended in an error (its shutdown failed, say): say so
+            raise self._failure[0]
         return 0
 
     stop = term
