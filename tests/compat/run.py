@@ -105,7 +105,8 @@ def run_matrix(bootstrap: str, chosen: list[Client]) -> dict[tuple[str, str], tu
 
 
 def table(broker: str, results: dict[tuple[str, str], tuple[str, str, float]], chosen: list[Client],
-          known: dict[tuple[str, str], str] | None = None) -> list[str]:
+          known: dict[tuple[str, str], str], problems: list[str]) -> list[str]:
+    """The broker's matrix; every cell that should fail `make compat` is added to `problems`."""
     out = [f"### {broker}", "", "| client | " + " | ".join(SCENARIOS) + " |",
            "|---|" + "---|" * len(SCENARIOS)]
     notes = []
@@ -113,13 +114,16 @@ def table(broker: str, results: dict[tuple[str, str], tuple[str, str, float]], c
         cells = []
         for scenario in SCENARIOS:
             status, note, elapsed = results[(client.name, scenario)]
-            why = (known or {}).get((client.name, scenario))
+            why = known.get((client.name, scenario))
+            issue = why.split(":")[0] if why else ""
             if why and status == "FAILED":
-                cells.append(f"FAILED ({why.split(':')[0]})")
+                cells.append(f"FAILED ({issue})")
                 notes.append(f"- {client.name} / {scenario}: known, {why}. {note}")
                 continue
             if why and status == "ok":
-                note = f"STALE: listed as known to fail ({why.split(':')[0]}) but passes; drop the entry"
+                note = f"STALE: listed as known to fail ({issue}) but passes; drop the entry"
+            if status == "FAILED" or note.startswith("STALE"):
+                problems.append(f"{broker}: {client.name} / {scenario}")
             cells.append(f"{status} ({elapsed:.1f} s)" if status == "ok" else status)
             if note:
                 notes.append(f"- {client.name} / {scenario}: {note}")
@@ -165,7 +169,7 @@ def run_mirrors(minikafka: str, kafka: str) -> dict[str, tuple[str, str, float]]
     return out
 
 
-def apps_table(on_minikafka: dict, on_kafka: dict, mirrors: dict) -> list[str]:
+def apps_table(on_minikafka: dict, on_kafka: dict, mirrors: dict, problems: list[str]) -> list[str]:
     def show(cell: tuple[str, str, float] | None) -> str:
         if cell is None:
             return "not run"
@@ -179,12 +183,13 @@ def apps_table(on_minikafka: dict, on_kafka: dict, mirrors: dict) -> list[str]:
         out.append(f"| {row} | {show(cell)} (both brokers) | |")
     for where, cells in (("minikafka", on_minikafka), ("Apache Kafka", on_kafka), ("both", mirrors)):
         notes += [f"- {row} ({where}): {cell[1]}" for row, cell in cells.items() if cell[1]]
+        problems += [f"{where}: {row}" for row, cell in cells.items() if cell[0] != "ok"]
     return out + [""] + notes + [""]
 
 
-def run_kgo(bootstrap: str) -> list[str]:
+def run_kgo(bootstrap: str, problems: list[str]) -> list[str]:
     """franz-go's own kgo test suite (its module from the Go proxy ships the tests) against the broker:
-    the counts, and every test that did not pass by name."""
+    the counts, and every test that did not pass by name (a failed one is a problem)."""
     if shutil.which("go") is None:
         return ["### franz-go's kgo tests", "", "Not run: no Go toolchain.", ""]
     env = {**os.environ, "KGO_SEEDS": bootstrap, "KGO_TEST_RF": "1"}
@@ -197,6 +202,7 @@ def run_kgo(bootstrap: str) -> list[str]:
     version = next((ln.split()[1] for ln in (HERE / "go" / "go.mod").read_text().splitlines()
                     if "twmb/franz-go " in ln), "?")
     print(f"kgo tests: {len(passed)} passed, {len(failed)} failed, {len(skipped)} skipped", flush=True)
+    problems += [f"kgo: {t}" for t in failed] or ([f"kgo: go test exited {proc.returncode}"] if proc.returncode else [])
     return ["### franz-go's kgo tests against minikafka", "",
             f"`go test github.com/twmb/franz-go/pkg/kgo` ({version}, KGO_SEEDS at the broker): "
             f"{len(passed)} top-level tests passed, {len(failed)} failed, {len(skipped)} skipped"
@@ -224,15 +230,16 @@ def main() -> None:
         else:
             chosen.append(c)
     sections = []
+    problems: list[str] = []  # what makes `make compat` fail
     apps: dict = {"minikafka": {}, "kafka": {}, "mirrors": {}}
     from minikafka.testing import BrokerProcess
     broker = BrokerProcess(Path(tempfile.mkdtemp(prefix="compat-"))).start()  # the suite's settings
     try:
-        sections += table("minikafka", run_matrix(broker.bootstrap, chosen), chosen, KNOWN_ON_MINIKAFKA)
+        sections += table("minikafka", run_matrix(broker.bootstrap, chosen), chosen, KNOWN_ON_MINIKAFKA, problems)
         if args.apps:
             apps["minikafka"] = run_apps(broker.bootstrap)
         if args.kgo:
-            sections += run_kgo(broker.bootstrap)
+            sections += run_kgo(broker.bootstrap, problems)
     finally:
         broker.term()
         shutil.rmtree(broker.data_dir, ignore_errors=True)
@@ -242,7 +249,7 @@ def main() -> None:
         data = Path(tempfile.mkdtemp(prefix="compat-kafka-"))
         kafka = ApacheKafka().start(data)
         try:
-            sections += table("Apache Kafka 4.3.1", run_matrix(kafka.bootstrap, chosen), chosen)
+            sections += table("Apache Kafka 4.3.1", run_matrix(kafka.bootstrap, chosen), chosen, {}, problems)
             if args.apps:
                 apps["kafka"] = run_apps(kafka.bootstrap)
                 mk = BrokerProcess(Path(tempfile.mkdtemp(prefix="compat-mm2-"))).start()
@@ -255,7 +262,7 @@ def main() -> None:
             kafka.stop()
             shutil.rmtree(data, ignore_errors=True)
     if args.apps:
-        sections += apps_table(apps["minikafka"], apps["kafka"], apps["mirrors"])
+        sections += apps_table(apps["minikafka"], apps["kafka"], apps["mirrors"], problems)
     head = ["# Compatibility matrix", "",
             f"Written by `make compat` (tests/compat/run.py) on {datetime.date.today()}; the scenarios are "
             "described in tests/compat/scenario.py. Each cell: ok with its wall time, FAILED (note below), "
@@ -266,9 +273,9 @@ def main() -> None:
         head += ["Not run:", *skipped, ""]
     Path(args.out).write_text("\n".join(head + sections))
     print(f"written {args.out}")
-    failed = [line for line in sections if line.startswith("- failed:") or "STALE" in line or
-              ("FAILED" in line.replace("FAILED (issue", "") and ": known, issue" not in line)]
-    sys.exit(1 if failed else 0)
+    for problem in problems:
+        print(f"problem: {problem}")
+    sys.exit(1 if problems else 0)
 
 
 if __name__ == "__main__":

@@ -124,6 +124,5 @@ def main(bootstrap: str, prefix: str) -> None:
             stop(worker)
 
 
-
 if __name__ == "__main__":
     verdict(main, *sys.argv[1:3])

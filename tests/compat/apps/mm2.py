@@ -78,6 +78,5 @@ def main(source: str, target: str, prefix: str) -> None:
             stop(mm2)
 
 
-
 if __name__ == "__main__":
     verdict(main, *sys.argv[1:4])
