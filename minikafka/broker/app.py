@@ -33,10 +33,12 @@ from minikafka.coordinator.transaction.txn_log import TOPIC as TXN_TOPIC
 from minikafka.faults import FaultInjector
 from minikafka.protocol.types import TopicPartition
 from minikafka.quota.manager import ClientQuotas
+from minikafka.scram.credentials import ScramCredential
 from minikafka.storage.config_store import DynamicConfigStore
 from minikafka.storage.quota_store import CLIENT_QUOTAS_FILE, ClientQuotaStore
 from minikafka.storage.log_manager import LogManager
 from minikafka.storage.open_files import RESERVED_FDS, default_capacity, raise_fd_limit
+from minikafka.storage.scram_store import SCRAM_CREDENTIALS_FILE, ScramCredentialStore
 from minikafka.topic_config import parse_topic_config, segment_size_config, topic_defaults
 
 GROUP_CONFIGS_FILE = "minikafka-group-configs.json"  # the GROUP config resources' overrides
@@ -79,6 +81,8 @@ class Broker:
         self.services.static_values = static_values
         self.services.quota_store = ClientQuotaStore(config.data_dir / CLIENT_QUOTAS_FILE)
         self.services.quotas = ClientQuotas(quota_windows(config), self.services.quota_store.entries)
+        self.services.scram_store = ScramCredentialStore(config.data_dir / SCRAM_CREDENTIALS_FILE)
+        self.services.scram = {k: ScramCredential(*c) for k, c in self.services.scram_store.entries.items()}
         self.txn_topic = InternalTopicLog(
             self.logs, TXN_TOPIC, partitions=int(config["transaction.state.log.num.partitions"]),
             configs={"cleanup.policy": "compact", "compression.type": "uncompressed",

@@ -17,9 +17,11 @@ from minikafka.faults import NO_FAULTS, FaultInjector
 from minikafka.protocol import versions
 from minikafka.protocol.types import TopicPartition
 from minikafka.quota.manager import ClientQuotas
+from minikafka.scram.credentials import ScramCredential
 from minikafka.storage.config_store import DynamicConfigStore
 from minikafka.storage.log_manager import LogManager, TopicError, TopicInfo
 from minikafka.storage.quota_store import ClientQuotaStore
+from minikafka.storage.scram_store import ScramCredentialStore
 from minikafka.topic_config import topic_defaults
 
 
@@ -40,6 +42,8 @@ class BrokerServices:
     static_values: Mapping[str, object] = field(default_factory=dict)  # the config before them (app.py)
     quotas: ClientQuotas = field(default_factory=ClientQuotas)  # client quotas (set by app.py)
     quota_store: ClientQuotaStore | None = None  # where they persist (set by app.py)
+    scram: dict[tuple[str, int], ScramCredential] = field(default_factory=dict)  # SCRAM credentials (app.py)
+    scram_store: ScramCredentialStore | None = None  # where they persist (set by app.py)
     # Called after each transaction marker is written: (partition, producer id, committed).
     marker_listeners: list[Callable[[TopicPartition, int, bool], None]] = field(default_factory=list)
 
@@ -71,6 +75,13 @@ class BrokerServices:
         """Persist every client quota before it takes effect (raises OSError when the disk refuses)."""
         if self.quota_store is not None:
             self.quota_store.save(entries)
+
+    def save_scram_credentials(self, entries: Mapping[tuple[str, int], ScramCredential]) -> None:
+        """Persist every SCRAM credential, then put them in force (raises OSError when the disk
+        refuses, and then nothing changed)."""
+        if self.scram_store is not None:
+            self.scram_store.save(entries)
+        self.scram = dict(entries)
 
     def auto_create_topic(self, name: str) -> TopicInfo | None:
         """Create a topic on first use (auto.create.topics.enable), as Kafka does for Metadata."""

@@ -71,7 +71,8 @@ SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
     47: VersionRange(0, 0),    # OffsetDelete
     48: VersionRange(0, 1),    # DescribeClientQuotas
     49: VersionRange(0, 1),    # AlterClientQuotas
-    50: VersionRange(0, 0),    # DescribeUserScramCredentials (no credentials until SCRAM, issue 21)
+    50: VersionRange(0, 0),    # DescribeUserScramCredentials
+    51: VersionRange(0, 0),    # AlterUserScramCredentials
     60: VersionRange(0, 1),    # DescribeCluster
     61: VersionRange(0, 0),    # DescribeProducers
     65: VersionRange(0, 0),    # DescribeTransactions

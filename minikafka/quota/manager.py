@@ -31,7 +31,7 @@ from minikafka.quota.entity import (
     describe_entity,
     entity_of,
 )
-from minikafka.quota.java_order import hashmap_order, map_hash, string_hash
+from minikafka.java_order import hashmap_order, map_hash, string_hash
 from minikafka.quota.rate import SampledRate, TokenBucket, throttle_ms
 
 ANONYMOUS = "ANONYMOUS"

@@ -49,9 +49,10 @@ def parse_partition_dir(name: str) -> TopicPartition | None:
     return TopicPartition(topic, int(part))
 
 
-def atomic_write(path: Path, data: bytes, *, fsync: bool = True) -> None:
+def atomic_write(path: Path, data: bytes, *, fsync: bool = True, mode: int = 0o644) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    tmp.unlink(missing_ok=True)  # a leftover .tmp keeps its own mode; `mode` applies only to a new file
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         try:
             if os.write(fd, data) != len(data):

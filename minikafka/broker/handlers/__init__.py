@@ -46,6 +46,7 @@ from minikafka.broker.handlers.write_txn_markers import WriteTxnMarkersHandler
 from minikafka.broker.handlers.alter_client_quotas import AlterClientQuotasHandler
 from minikafka.broker.handlers.alter_configs import AlterConfigsHandler
 from minikafka.broker.handlers.alter_partition_reassignments import AlterPartitionReassignmentsHandler
+from minikafka.broker.handlers.alter_user_scram_credentials import AlterUserScramCredentialsHandler
 from minikafka.broker.handlers.create_acls import CreateAclsHandler
 from minikafka.broker.handlers.delete_acls import DeleteAclsHandler
 from minikafka.broker.handlers.delete_records import DeleteRecordsHandler
@@ -90,6 +91,7 @@ def admin_handlers(svc: BrokerServices) -> list[Handler]:
         DescribeClientQuotasHandler(svc),
         AlterClientQuotasHandler(svc),
         DescribeUserScramCredentialsHandler(svc),
+        AlterUserScramCredentialsHandler(svc),
     ]
 
 

@@ -1,9 +1,9 @@
-"""DescribeUserScramCredentials (API 50), answered from an empty credential set: minikafka has no
-SASL/SCRAM yet (issue 21), so every named user is RESOURCE_NOT_FOUND and "all users" is none, as
-a Kafka broker without SCRAM credentials answers. kafka-configs.sh asks it whenever it describes
-user entities (user quotas), so without it describing a user's quotas failed.
+"""DescribeUserScramCredentials (API 50): each named user's SCRAM mechanisms and iteration counts
+(never a salt or key), or every user with a credential when none is named. A named user without
+credentials is RESOURCE_NOT_FOUND, one named twice DUPLICATE_RESOURCE (scram/credentials.py).
+kafka-configs.sh asks for it whenever it describes user entities.
 
-Kafka: ScramImage.describe (the messages below are Kafka's).
+Kafka: ScramImage.describe.
 """
 
 from __future__ import annotations
@@ -16,9 +16,7 @@ from minikafka.broker.services import BrokerServices
 from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import ZERO_MS
-
-NOT_FOUND = "Attempt to describe a user credential that does not exist: "
-DUPLICATE = "Cannot describe SCRAM credentials for the same user twice in a single request: "
+from minikafka.scram.credentials import describe
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,14 +25,12 @@ class DescribeUserScramCredentialsHandler:
     svc: BrokerServices
 
     async def __call__(self, ctx: RequestContext, req: Any) -> messages.DescribeUserScramCredentialsResponse:
-        counts: dict[str, int] = {}
-        for u in req.users or ():
-            counts[u.name] = counts.get(u.name, 0) + 1
+        users = None if req.users is None else [u.name for u in req.users]
         results = tuple(
             messages.DescribeUserScramCredentialsResult(
-                user=name, error_code=ErrorCode.duplicate_resource if n > 1 else ErrorCode.resource_not_found,
-                error_message=(DUPLICATE if n > 1 else NOT_FOUND) + name, credential_infos=())
-            for name, n in counts.items()
-        )
+                user=d.user, error_code=d.error, error_message=d.message,
+                credential_infos=tuple(messages.DescribeUserScramCredentialInfo(mechanism=m, iterations=i)
+                                       for m, i in d.credentials))
+            for d in describe(self.svc.scram, users))
         return messages.DescribeUserScramCredentialsResponse(throttle_time=ZERO_MS, error_code=ErrorCode.none,
                                                              error_message=None, results=results)

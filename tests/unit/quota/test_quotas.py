@@ -17,7 +17,7 @@ from minikafka.quota.entity import (
     QuotaError,
     filter_of,
 )
-from minikafka.quota.java_order import hashmap_order, string_hash
+from minikafka.java_order import hashmap_order, string_hash
 from minikafka.quota.manager import ClientQuotas, QuotaWindows
 from minikafka.quota.rate import SampledRate, TokenBucket, throttle_ms
 

@@ -1,7 +1,8 @@
 """The iteration order of a java.util.HashMap, for answers whose order Kafka leaves to one.
 
-Kafka's DescribeClientQuotas lists entities and values in HashMap order, and kafka-configs.sh
-prints them in the order received; answering in the same order keeps the tool's output identical.
+Kafka's DescribeClientQuotas and its SCRAM credential APIs list entities, values and users in
+HashMap order, and kafka-configs.sh prints them in the order received; answering in the same
+order keeps the tool's output identical.
 The order is Java's: a key's bucket is (h ^ h >>> 16) & (capacity - 1), with h the key's
 hashCode; buckets in index order, keys within a bucket in insertion order.
 """
