@@ -15,7 +15,7 @@ import struct
 from collections.abc import Iterator
 from typing import NamedTuple
 
-import crc32c
+from minikafka.protocol.crc import crc32c
 
 from minikafka.protocol.errors import CorruptRecord, InvalidRecord
 
@@ -97,7 +97,7 @@ def peek_size(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
 
 
 def crc_of(buf: bytes | bytearray | memoryview, pos: int, size: int) -> int:
-    return crc32c.crc32c(memoryview(buf)[pos + 21 : pos + size])
+    return crc32c(memoryview(buf)[pos + 21 : pos + size])
 
 
 def is_intact(buf: bytes | bytearray | memoryview, pos: int, size: int) -> bool:
@@ -180,7 +180,7 @@ def set_max_timestamp(buf: bytearray | memoryview, pos: int, size: int, timestam
     attrs = attrs | TIMESTAMP_TYPE_MASK if log_append_time else attrs & ~TIMESTAMP_TYPE_MASK
     struct.pack_into(">h", buf, pos + 21, attrs)
     _I64.pack_into(buf, pos + 35, timestamp)
-    struct.pack_into(">I", buf, pos + 17, crc32c.crc32c(memoryview(buf)[pos + 21 : pos + size]))
+    struct.pack_into(">I", buf, pos + 17, crc32c(memoryview(buf)[pos + 21 : pos + size]))
 
 
 def set_log_append_time(buf: bytearray | memoryview, pos: int, size: int, now_ms: int) -> None:
@@ -204,7 +204,7 @@ def build_control_batch(
     after_crc = struct.pack(
         ">hiqqqhii", attributes, 0, timestamp_ms, timestamp_ms, producer_id, producer_epoch, -1, 1
     ) + record
-    crc = crc32c.crc32c(after_crc)
+    crc = crc32c(after_crc)
     batch_length = 4 + 1 + 4 + len(after_crc)  # partitionLeaderEpoch + magic + crc + rest
     return bytearray(struct.pack(">qiibI", 0, batch_length, 0, MAGIC, crc) + after_crc)
 
@@ -419,5 +419,5 @@ def build_batch(
         ">hiqqqhii", attributes, n - 1, timestamp_ms, timestamp_ms,
         producer_id, producer_epoch, base_sequence, n,
     ) + bytes(body)
-    crc = crc32c.crc32c(after_crc)
+    crc = crc32c(after_crc)
     return bytearray(struct.pack(">qiibI", base_offset, 9 + len(after_crc), 0, MAGIC, crc) + after_crc)

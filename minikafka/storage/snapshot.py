@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-import crc32c
+from minikafka.protocol.crc import crc32c
 
 VERSION = 1
 _HEAD = struct.Struct(">hI")
@@ -39,7 +39,7 @@ class CorruptSnapshot(Exception):
 
 def encode(entries: list[SnapshotEntry]) -> bytes:
     body = _COUNT.pack(len(entries)) + b"".join(_ENTRY.pack(*e) for e in entries)
-    return _HEAD.pack(VERSION, crc32c.crc32c(body)) + body
+    return _HEAD.pack(VERSION, crc32c(body)) + body
 
 
 def decode(data: bytes) -> list[SnapshotEntry]:
@@ -50,7 +50,7 @@ def decode(data: bytes) -> list[SnapshotEntry]:
     if version != VERSION:
         raise CorruptSnapshot(f"snapshot version {version} is not {VERSION}")
     body = data[_HEAD.size :]
-    if crc32c.crc32c(body) != crc:
+    if crc32c(body) != crc:
         raise CorruptSnapshot("snapshot CRC mismatch")
     (count,) = _COUNT.unpack_from(body, 0)
     if count < 0 or len(body) != _COUNT.size + count * ENTRY_SIZE:
