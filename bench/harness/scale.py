@@ -64,7 +64,7 @@ SCALE = {
     "connections": [1, 10, 100, 1000],
     "connection_seconds": 5.0,
     "record_sizes": [100, 1024, 102_400, 1_048_576],
-    "record_size_bytes": 100_000_000,        # bytes produced at each record size
+    "record_size_bytes": 500_000_000,        # bytes produced at each record size
     "txn_ids": [1, 100, 1000, 10_000],
     "groups": [1, 10, 100, 1000],
 }
