@@ -20,11 +20,8 @@ from minikafka.broker.context import RequestContext
 from minikafka.broker.throttling import Throttler, client_throttles
 from minikafka.protocol import codec, versions
 from minikafka.protocol.errors import ErrorCode, FramingError, UnsupportedVersion
-from minikafka.protocol.produce_response import encode_produce_response
 
 log = structlog.get_logger("minikafka.broker")
-
-PRODUCE_KEY = 0
 
 
 class Handler(Protocol):
@@ -132,12 +129,7 @@ async def dispatch(registry: HandlerRegistry, frame: bytes, conn_id: int, peer: 
 def _encode(req: Any, response: Any) -> bytes | None:
     if response is None:
         return None
-    if req.api_key == PRODUCE_KEY:  # the answer written most often: its own writer
-        data = encode_produce_response(req.api_version, req.correlation_id, response)
-        if data is not None:
-            return data
-    return codec.encode_response(req.api_key, req.api_version, req.correlation_id,
-                                 versions.downgrade(response, req.api_version))
+    return codec.encode_answer(req.api_key, req.api_version, req.correlation_id, response)
 
 
 def _warn_unsupported(registry: HandlerRegistry, client: ClientInfo, exc: UnsupportedVersion, conn_id: int,

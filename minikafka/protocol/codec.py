@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import io
 import struct
+from collections.abc import Callable
 from types import NoneType, UnionType
 from typing import Any, NamedTuple, Union, get_args, get_origin
 
@@ -19,8 +20,13 @@ from kio.serial import entity_reader, entity_writer
 
 from minikafka.protocol import records, versions
 from minikafka.protocol.errors import FramingError, UnsupportedVersion
+from minikafka.protocol.produce_response import encode_produce_response
 
 API_VERSIONS_KEY = 18
+# Answers written without kio, byte for byte what kio writes (each module's test checks it):
+# api key -> (version, correlation id, canonical answer) -> frame, or None for kio to write it.
+DIRECT_WRITERS: dict[int, Callable[[int, int, Any], bytes | None]] = {0: encode_produce_response}
+
 _PREFIX = struct.Struct(">hhi")
 _SIZE_CORR = struct.Struct(">ii")
 
@@ -302,6 +308,18 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: A
     data = buf.getbuffer()
     struct.pack_into(">i", data, 0, len(data) - 4)
     return bytes(data)
+
+
+def encode_answer(api_key: int, api_version: int, correlation_id: int, canonical: Any) -> bytes:
+    """Size prefix + response header + body of a handler's answer (the canonical version's
+    shape) in api_version: downgraded and written by kio, or by an API's own writer where one
+    exists and takes it (DIRECT_WRITERS)."""
+    direct = DIRECT_WRITERS.get(api_key)
+    if direct is not None:
+        data = direct(api_version, correlation_id, canonical)
+        if data is not None:
+            return data
+    return encode_response(api_key, api_version, correlation_id, versions.downgrade(canonical, api_version))
 
 
 def encode_request(api_version: int, correlation_id: int, client_id: str | None, body: Any) -> bytes:
