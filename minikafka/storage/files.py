@@ -49,12 +49,15 @@ def parse_partition_dir(name: str) -> TopicPartition | None:
     return TopicPartition(topic, int(part))
 
 
-def atomic_write(path: Path, data: bytes, *, fsync: bool = True, mode: int = 0o644) -> None:
+def atomic_write(path: Path, data: bytes, *, fsync: bool = True, mode: int | None = None) -> None:
+    """Replace `path` with `data` (written to a .tmp, then renamed). `mode`, when given, is the
+    file's permissions whatever the umask or a .tmp left by a crash had (a secret's 0o600)."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.unlink(missing_ok=True)  # a leftover .tmp keeps its own mode; `mode` applies only to a new file
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644 if mode is None else mode)
     try:
         try:
+            if mode is not None:
+                os.fchmod(fd, mode)
             if os.write(fd, data) != len(data):
                 raise OSError(errno.ENOSPC, f"short write to {tmp}")
             if fsync:

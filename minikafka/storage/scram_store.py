@@ -1,7 +1,8 @@
 """SCRAM credentials kept in the data dir, one JSON file rewritten atomically on each change and
 readable by its owner only (Kafka keeps them as UserScramCredentialRecords in its metadata log):
 `[{"user": name, "mechanism": type, "iterations": n, "salt": b64, "stored_key": b64,
-"server_key": b64}, ...]`. The store knows nothing of SCRAM: a credential is four plain fields."""
+"server_key": b64}, ...]`. The store knows nothing of SCRAM: a credential is four plain fields,
+(salt, stored key, server key, iterations), in that order (scram.credentials.ScramCredential)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import base64
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
 
 import structlog
 
@@ -20,40 +20,34 @@ log = structlog.get_logger("minikafka.storage")
 SCRAM_CREDENTIALS_FILE = "minikafka-scram-credentials.json"
 
 
-class StoredCredential(NamedTuple):
-    salt: bytes
-    stored_key: bytes
-    server_key: bytes
-    iterations: int
-
-
 Key = tuple[str, int]  # (user name, mechanism type)
+Stored = tuple[bytes, bytes, bytes, int]  # (salt, stored key, server key, iterations)
 
 
 class ScramCredentialStore:
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.entries: dict[Key, StoredCredential] = {}
+        self.entries: dict[Key, Stored] = {}
         if not path.exists():
             return
         try:
             for item in json.loads(path.read_text(encoding="utf-8")):
-                self.entries[(str(item["user"]), int(item["mechanism"]))] = StoredCredential(
-                    salt=base64.b64decode(item["salt"], validate=True),
-                    stored_key=base64.b64decode(item["stored_key"], validate=True),
-                    server_key=base64.b64decode(item["server_key"], validate=True),
-                    iterations=int(item["iterations"]))
+                self.entries[(str(item["user"]), int(item["mechanism"]))] = (
+                    base64.b64decode(item["salt"], validate=True),
+                    base64.b64decode(item["stored_key"], validate=True),
+                    base64.b64decode(item["server_key"], validate=True),
+                    int(item["iterations"]))
         except (ValueError, TypeError, KeyError, AttributeError, OSError) as exc:
             # A damaged file loses the credentials, never the broker: said once, loudly.
             self.entries = {}
             log.warning("scram_credentials_unreadable", path=str(path), reason=str(exc),
                         hint="the SCRAM credentials in this file are lost; set them again")
 
-    def save(self, entries: Mapping[Key, StoredCredential]) -> None:
+    def save(self, entries: Mapping[Key, Stored]) -> None:
         """Replace every stored credential; raises OSError when the disk refuses."""
-        doc = [{"user": user, "mechanism": mechanism, "iterations": c.iterations,
-                "salt": base64.b64encode(c.salt).decode(), "stored_key": base64.b64encode(c.stored_key).decode(),
-                "server_key": base64.b64encode(c.server_key).decode()}
-               for (user, mechanism), c in sorted(entries.items())]
+        b64 = base64.b64encode
+        doc = [{"user": user, "mechanism": mechanism, "iterations": iterations, "salt": b64(salt).decode(),
+                "stored_key": b64(stored).decode(), "server_key": b64(server).decode()}
+               for (user, mechanism), (salt, stored, server, iterations) in sorted(entries.items())]
         files.atomic_write(self.path, json.dumps(doc, indent=1).encode(), mode=0o600)
-        self.entries = dict(entries)
+        self.entries = {k: tuple(c) for k, c in entries.items()}  # type: ignore[misc]
