@@ -87,7 +87,11 @@ def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 60,
                                operation_timeout=timeout)
     for t, f in futs.items():
         f.result(timeout)
-    # wait until metadata shows every partition with a leader
+    wait_for_partitions(admin, topics, timeout)
+
+
+def wait_for_partitions(admin: Any, topics: dict[str, int], timeout: float) -> None:
+    """Until metadata shows every topic with that many partitions, each with a leader."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         md = admin.list_topics(timeout=10)

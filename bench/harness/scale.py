@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import gc
 import itertools
 import json
 import os
 import shutil
-import statistics
 import struct
 import sys
 import tempfile
@@ -34,7 +32,7 @@ from typing import Any, Callable
 
 from . import machine
 from .brokers import BROKERS, Broker
-from .runner import create_topics, log, run_client
+from .runner import create_topics, log, run_client, wait_for_partitions
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "tests"))
@@ -273,57 +271,46 @@ class Scale:
         finally:
             self.finish(b)
 
-    # -- transactional ids ---------------------------------------------------------------------
+    # -- transactional ids and groups ----------------------------------------------------------
     def curve_txn_ids(self, name: str) -> None:
-        b = self.broker(name, "txnids")
-        try:
-            known = 0
-            with RawClient("127.0.0.1", b.port, timeout=60) as c:
-                for n in self.p["txn_ids"]:
-                    def grow(n: int = n) -> dict[str, Any]:
-                        nonlocal known
-                        lat: list[float] = []
-                        cpu0, t0 = b.cpu_seconds(), time.monotonic()
-                        while known < n:
-                            lat.append(init_producer_id(c, f"scale-txn-{known}"))
-                            known += 1
-                        grow_s = time.monotonic() - t0
-                        cpu = b.cpu_seconds() - cpu0
-                        # the measured window: 200 InitProducerIds of ids already known (epoch bumps)
-                        bumps = [init_producer_id(c, f"scale-txn-{i % n}") for i in range(200)]
-                        return {"value": _pct(bumps, 99), "p50_ms": _pct(bumps, 50), "grow_s": grow_s,
-                                "rss_mb": b.memory().get("vmrss_mb"),
-                                "cpu_ms_per_op": 1000 * cpu / max(1, len(lat))}
+        """InitProducerId for new ids up to N, then 200 epoch bumps of ids already known."""
+        self.curve_state(name, "txn_ids", setup=lambda b: None,
+                         add=lambda c, k: init_producer_id(c, f"scale-txn-{k}"),
+                         probe=lambda c, k, i: init_producer_id(c, f"scale-txn-{k}"))
 
-                    self.guarded("txn_ids", name, n, grow)
-        finally:
-            self.finish(b)
-
-    # -- groups ----------------------------------------------------------------------------------
     def curve_groups(self, name: str) -> None:
-        b = self.broker(name, "groups")
+        """OffsetCommit for new groups up to N, then 200 commit + fetch pairs on known groups."""
+        def commit_and_fetch(c: RawClient, k: int, i: int) -> float:
+            t0 = time.perf_counter()
+            offset_commit(c, f"scale-group-{k}", i)
+            offset_fetch(c, f"scale-group-{k}")
+            return (time.perf_counter() - t0) * 1000
+
+        self.curve_state(name, "groups", setup=lambda b: create_topics(b.bootstrap, {"grouped": 1}),
+                         add=lambda c, k: offset_commit(c, f"scale-group-{k}", k), probe=commit_and_fetch)
+
+    def curve_state(self, name: str, curve: str, setup: Callable[[Broker], None],
+                    add: Callable[[RawClient, int], object], probe: Callable[[RawClient, int, int], float],
+                    probes: int = 200) -> None:
+        """A curve over how much state the broker holds: at each point, `add` the k-th item until
+        there are N, then time `probes` calls of `probe` (milliseconds) on items already there."""
+        b = self.broker(name, curve)
         try:
-            create_topics(b.bootstrap, {"grouped": 1})
+            setup(b)
             known = 0
             with RawClient("127.0.0.1", b.port, timeout=60) as c:
-                for n in self.p["groups"]:
-                    def grow(n: int = n) -> dict[str, Any]:
+                for n in self.p[curve]:
+                    def measure(n: int = n) -> dict[str, Any]:
                         nonlocal known
                         while known < n:
-                            offset_commit(c, f"scale-group-{known}", known)
+                            add(c, known)
                             known += 1
                         cpu0 = b.cpu_seconds()
-                        lat = []
-                        for i in range(200):
-                            g = f"scale-group-{i % n}"
-                            t0 = time.perf_counter()
-                            offset_commit(c, g, i)
-                            offset_fetch(c, g)
-                            lat.append((time.perf_counter() - t0) * 1000)
+                        lat = [probe(c, i % n, i) for i in range(probes)]
                         return {"value": _pct(lat, 99), "p50_ms": _pct(lat, 50), "rss_mb": b.memory().get("vmrss_mb"),
-                                "cpu_ms_per_op": 1000 * (b.cpu_seconds() - cpu0) / 200}
+                                "cpu_ms_per_op": 1000 * (b.cpu_seconds() - cpu0) / probes}
 
-                    self.guarded("groups", name, n, grow)
+                    self.guarded(curve, name, n, measure)
         finally:
             self.finish(b)
 
@@ -343,13 +330,7 @@ def create_partitions_in_steps(bootstrap: str, topic: str, n: int) -> None:
     while have < n:
         have = min(n, have + PARTITIONS_PER_STEP)
         admin.create_partitions([NewPartitions(topic, have)], operation_timeout=600)[topic].result(600)
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        md = admin.list_topics(topic, timeout=30)
-        if len(md.topics[topic].partitions) == n and all(p.leader >= 0 for p in md.topics[topic].partitions.values()):
-            return
-        time.sleep(0.2)
-    raise RuntimeError(f"{topic} does not show {n} partitions")
+    wait_for_partitions(admin, {topic: n}, 600)
 
 
 # -- raw-protocol probes ---------------------------------------------------------------------------
@@ -364,7 +345,7 @@ def metadata_latency(b: Broker, reps: int = 30) -> dict[str, Any]:
             t0 = time.perf_counter()
             c.request(req, api_version=12)
             lat.append((time.perf_counter() - t0) * 1000)
-    return {"value": _pct(lat, 99), "p50_ms": statistics.median(lat), "rss_mb": b.memory().get("vmrss_mb")}
+    return {"value": _pct(lat, 99), "p50_ms": _pct(lat, 50), "rss_mb": b.memory().get("vmrss_mb")}
 
 
 def init_producer_id(c: RawClient, txn_id: str) -> float:
@@ -405,8 +386,8 @@ def offset_fetch(c: RawClient, group: str) -> None:
 
 
 def idle_connections(b: Broker, n: int) -> dict[str, Any]:
-    """RSS growth for n connections that each did one ApiVersions round trip and then idle."""
-    gc.collect()
+    """RSS growth for n connections that each did one ApiVersions round trip and then idle (the
+    answer means the broker holds the connection's state)."""
     before = b.memory().get("vmrss_mb", 0.0)
     clients = []
     try:
@@ -414,7 +395,6 @@ def idle_connections(b: Broker, n: int) -> dict[str, Any]:
             c = RawClient("127.0.0.1", b.port, timeout=60)
             c.request(api_versions_v3(), api_version=3)
             clients.append(c)
-        time.sleep(1.0)  # let the broker's allocations settle (nothing to await: a fixed pause)
         after = b.memory().get("vmrss_mb", 0.0)
     finally:
         for c in clients:
@@ -430,14 +410,11 @@ async def active_connections(b: Broker, n: int, seconds: float) -> dict[str, Any
     total requests/s and the p99 round trip."""
     batch = bytes(valid_batch(1, prefix=b"x" * 1024))
     lat: list[float] = []
-    count = 0
-    stop_at = 0.0
 
     # One frame encoded once; each request patches its correlation id in (size 4, key 2, version 2).
     frame = bytearray(codec.encode_request(9, 0, "scale", produce_v9("conns", 0, batch, acks=1)))
 
-    async def one(i: int) -> None:
-        nonlocal count
+    async def one(stop_at: float) -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", b.port)
         req = bytearray(frame)
         try:
@@ -447,9 +424,7 @@ async def active_connections(b: Broker, n: int, seconds: float) -> dict[str, Any
                 writer.write(bytes(req))
                 size = _SIZE.unpack(await reader.readexactly(4))[0]
                 await reader.readexactly(size)
-                if t0 >= stop_at - seconds:  # inside the measured window
-                    lat.append((time.perf_counter() - t0) * 1000)
-                    count += 1
+                lat.append((time.perf_counter() - t0) * 1000)
                 if time.perf_counter() >= stop_at:
                     return
         finally:
@@ -457,8 +432,9 @@ async def active_connections(b: Broker, n: int, seconds: float) -> dict[str, Any
 
     cpu0 = b.cpu_seconds()
     stop_at = time.perf_counter() + seconds
-    await asyncio.gather(*(one(i) for i in range(n)))
+    await asyncio.gather(*(one(stop_at) for _ in range(n)))
     cpu = b.cpu_seconds() - cpu0
+    count = len(lat)
     return {"value": count / seconds, "p99_ms": _pct(lat, 99), "p50_ms": _pct(lat, 50),
             "rss_mb": b.memory().get("vmrss_mb"), "cpu_s_per_gb": cpu / max(1e-9, count * 1024 / 1e9)}
 
