@@ -50,8 +50,7 @@ class EmbeddedBroker:
             raise RuntimeError("the broker is already running")
         ready = threading.Event()
         self._failure = []
-        self._thread = threading.Thread(target=self._serve, args=(ready, self._failure), name="minikafka-broker",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._serve, args=(ready,), name="minikafka-broker", daemon=True)
         self._thread.start()
         if not ready.wait(timeout):
             raise TimeoutError(f"the embedded broker was not ready within {timeout} s")
@@ -61,7 +60,7 @@ class EmbeddedBroker:
             raise self._failure[0]
         return self
 
-    def _serve(self, ready: threading.Event, failure: list[BaseException]) -> None:
+    def _serve(self, ready: threading.Event) -> None:
         import uvloop
 
         loop = uvloop.new_event_loop()
@@ -69,7 +68,7 @@ class EmbeddedBroker:
         try:
             loop.run_until_complete(self._main(ready))
         except BaseException as exc:  # noqa: BLE001 - start() or term() re-raises it in the owner's thread
-            failure.append(exc)
+            self._failure.append(exc)
         finally:
             ready.set()
             loop.close()
