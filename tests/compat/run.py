@@ -120,9 +120,10 @@ def table(broker: str, results: dict[tuple[str, str], tuple[str, str, float]], c
                 cells.append(f"FAILED ({issue})")
                 notes.append(f"- {client.name} / {scenario}: known, {why}. {note}")
                 continue
-            if why and status == "ok":
+            stale = bool(why) and status == "ok"
+            if stale:
                 note = f"STALE: listed as known to fail ({issue}) but passes; drop the entry"
-            if status == "FAILED" or note.startswith("STALE"):
+            if status == "FAILED" or stale:
                 problems.append(f"{broker}: {client.name} / {scenario}")
             cells.append(f"{status} ({elapsed:.1f} s)" if status == "ok" else status)
             if note:
