@@ -84,7 +84,7 @@ class Connection:
                             if answer.throttle_ms > 0:
                                 await self._throttle(answer)
                             elif answer.data is not None:
-                                self.writer.write(answer.data)
+                                self.writer.writelines(answer.data)
                         except CloseConnection:
                             return
                         finally:
@@ -111,11 +111,11 @@ class Connection:
         """A quota was exceeded: the connection reads (and handles) nothing for the throttle time,
         as Kafka mutes the channel; clients too old to wait get the answer only afterwards."""
         if answer.data is not None and not answer.delay_first:
-            self.writer.write(answer.data)
+            self.writer.writelines(answer.data)
             await self.writer.drain()
         await asyncio.sleep(answer.throttle_ms / 1000)
         if answer.data is not None and answer.delay_first:
-            self.writer.write(answer.data)
+            self.writer.writelines(answer.data)
 
     def close(self) -> None:
         self.closing = True

@@ -14,8 +14,11 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-_I32 = struct.Struct(">i")
-_I16 = struct.Struct(">h")
+from minikafka.protocol.wire_write import I32 as _I32
+from minikafka.protocol.wire_write import array_length as _array_length
+from minikafka.protocol.wire_write import nullable_string as _nullable_string
+from minikafka.protocol.wire_write import string as _string
+
 # index, error code, base offset, log append time
 _PARTITION_V3 = struct.Struct(">ihqq")
 # ... and log start offset (v5+)
@@ -25,36 +28,12 @@ FIRST_FLEXIBLE = 9
 MIN_VERSION, MAX_VERSION = 3, 11
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _string(s: str, flexible: bool) -> bytes:
-    raw = s.encode()
-    return (_uvarint(len(raw) + 1) if flexible else _I16.pack(len(raw))) + raw
-
-
-def _nullable_string(s: str | None, flexible: bool) -> bytes:
-    if s is None:
-        return b"\x00" if flexible else b"\xff\xff"
-    return _string(s, flexible)
-
-
-def _array_length(n: int, flexible: bool) -> bytes:
-    return _uvarint(n + 1) if flexible else _I32.pack(n)
-
-
 def _millis(dt: Any) -> int:
     return -1 if dt is None else round(dt.timestamp() * 1000)
 
 
-def encode_produce_response(version: int, correlation_id: int, response: Any) -> bytes | None:
-    """Size prefix + header + body of `response` (the canonical v11 entity) in `version`, or None
+def encode_produce_response(version: int, correlation_id: int, response: Any) -> list[bytes] | None:
+    """[size prefix, header + body] of `response` (the canonical v11 entity) in `version`, or None
     when the generic writer must do it."""
     if not MIN_VERSION <= version <= MAX_VERSION or response.node_endpoints:
         return None
@@ -93,4 +72,4 @@ def encode_produce_response(version: int, correlation_id: int, response: Any) ->
     if flexible:
         out.append(b"\x00")
     data = b"".join(out)
-    return _I32.pack(len(data)) + data
+    return [_I32.pack(len(data)), data]

@@ -454,11 +454,12 @@ class PartitionLog:
 
         Raises OffsetOutOfRange below the log start offset or past the log end offset.
         """
-        return self.read_range(offset, max_bytes, upper_offset=upper_offset, min_one=min_one)[0]
+        return bytes(self.read_range(offset, max_bytes, upper_offset=upper_offset, min_one=min_one)[0])
 
     def read_range(self, offset: int, max_bytes: int, *, upper_offset: int | None = None,
-                   min_one: bool = True) -> tuple[bytes, int]:
-        """As read(), with the offset that follows the data (the fetch's upper bound)."""
+                   min_one: bool = True) -> tuple[bytes | memoryview, int]:
+        """As read(), with the offset that follows the data (the fetch's upper bound); the data
+        may be a view of a larger read."""
         leo = self.log_end_offset
         if offset < self.log_start_offset or offset > leo:
             raise OffsetOutOfRange(f"offset {offset} not in [{self.log_start_offset}, {leo}]")

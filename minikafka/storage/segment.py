@@ -307,9 +307,10 @@ class LogSegment:
     def read(self, offset: int, max_bytes: int, upper_offset: int, min_one: bool) -> bytes | None:
         """Whole batches from the one holding `offset` (see read_range); None when none is here."""
         found = self.read_range(offset, max_bytes, upper_offset, min_one)
-        return None if found is None else found[0]
+        return None if found is None else bytes(found[0])
 
-    def read_range(self, offset: int, max_bytes: int, upper_offset: int, min_one: bool) -> tuple[bytes, int] | None:
+    def read_range(self, offset: int, max_bytes: int, upper_offset: int,
+                   min_one: bool) -> tuple[bytes | memoryview, int] | None:
         """Whole batches from the one holding `offset`, at most max_bytes (but at least one batch
         if min_one, KIP-74), never a batch whose base offset is >= upper_offset; with the offset
         that follows the last batch returned.
@@ -347,7 +348,9 @@ class LogSegment:
             last = end
             end += size
         next_offset = records.read_header(data, last).next_offset if last >= 0 else offset
-        return (data if end == n else data[:end]), next_offset
+        # A view, not a copy: the read usually ends inside a batch, and a Fetch answer hands these
+        # bytes to the socket as they are.
+        return (data if end == n else memoryview(data)[:end]), next_offset
 
     def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= target and offset >= start.

@@ -73,7 +73,7 @@ class FetchHandler:
                              responses=tuple(topics)), total
 
     def _read_partition(self, tp: TopicPartition, p: Any, read_committed: bool, budget: int,
-                        min_one: bool) -> tuple[bytes, messages.PartitionData]:
+                        min_one: bool) -> tuple[bytes | memoryview, messages.PartitionData]:
         plog = self.svc.logs.get(tp)
         if plog is None:
             return b"", _error(tp.partition, ErrorCode.unknown_topic_or_partition)

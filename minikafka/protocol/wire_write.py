@@ -1,0 +1,42 @@
+"""Small writers of Kafka's wire primitives, for the responses minikafka writes without kio
+(produce_response, fetch_response). Each returns bytes to be joined or gathered by the caller."""
+
+from __future__ import annotations
+
+import struct
+
+I16 = struct.Struct(">h")
+I32 = struct.Struct(">i")
+
+
+def uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def string(s: str, flexible: bool) -> bytes:
+    raw = s.encode()
+    return (uvarint(len(raw) + 1) if flexible else I16.pack(len(raw))) + raw
+
+
+def nullable_string(s: str | None, flexible: bool) -> bytes:
+    if s is None:
+        return b"\x00" if flexible else b"\xff\xff"
+    return string(s, flexible)
+
+
+def array_length(n: int, flexible: bool) -> bytes:
+    return uvarint(n + 1) if flexible else I32.pack(n)
+
+
+def null_array(flexible: bool) -> bytes:
+    return b"\x00" if flexible else b"\xff\xff\xff\xff"
+
+
+def bytes_length(n: int, flexible: bool) -> bytes:
+    return uvarint(n + 1) if flexible else I32.pack(n)
+

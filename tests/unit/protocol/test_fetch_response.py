@@ -1,0 +1,94 @@
+"""The Fetch response writer gives the same bytes as downgrading the canonical response and
+encoding it with kio, for every version served and any response minikafka can give; the record
+batches are passed through as the same buffer, not copied."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v12.response import (
+    AbortedTransaction,
+    EpochEndOffset,
+    FetchableTopicResponse,
+    FetchResponse,
+    LeaderIdAndEpoch,
+    PartitionData,
+)
+from kio.static.primitive import i32, i32Timedelta, i64
+
+from minikafka.protocol import codec, versions
+from minikafka.protocol.fetch_response import MAX_VERSION, MIN_VERSION, encode_fetch_response
+
+pytestmark = pytest.mark.unit
+
+offsets = st.integers(-1, 2**63 - 1).map(i64)
+aborted = st.builds(AbortedTransaction, producer_id=offsets, first_offset=offsets)
+partitions = st.builds(
+    PartitionData,
+    partition_index=st.integers(0, 2**31 - 1).map(i32),
+    error_code=st.sampled_from([ErrorCode.none, ErrorCode.offset_out_of_range, ErrorCode.corrupt_message,
+                                ErrorCode.unknown_topic_or_partition]),
+    high_watermark=offsets,
+    last_stable_offset=offsets,
+    log_start_offset=offsets,
+    aborted_transactions=st.one_of(st.none(), st.lists(aborted, max_size=3).map(tuple)),
+    preferred_read_replica=st.sampled_from([-1, 0, 1]).map(i32),
+    records=st.one_of(st.binary(max_size=300), st.binary(min_size=1, max_size=300).map(memoryview)),
+)
+responses = st.builds(
+    FetchResponse,
+    throttle_time=st.integers(0, 100_000).map(lambda n: i32Timedelta.parse(datetime.timedelta(milliseconds=n))),
+    error_code=st.sampled_from([ErrorCode.none, ErrorCode.invalid_request]),
+    session_id=st.integers(0, 2**31 - 1).map(i32),
+    responses=st.lists(st.builds(FetchableTopicResponse, topic=st.text(min_size=1, max_size=30),
+                                 partitions=st.lists(partitions, max_size=4).map(tuple)),
+                       max_size=3).map(tuple),
+)
+
+
+def generic(version: int, correlation_id: int, response: FetchResponse) -> bytes:
+    return codec.encode_response(1, version, correlation_id, versions.downgrade(response, version))
+
+
+@settings(max_examples=300, deadline=None)
+@given(response=responses, version=st.integers(MIN_VERSION, MAX_VERSION), correlation_id=st.integers(0, 2**31 - 1))
+def test_same_bytes_as_the_generic_writer(response: FetchResponse, version: int, correlation_id: int) -> None:
+    expected = generic(version, correlation_id, response)
+    parts = encode_fetch_response(version, correlation_id, response)
+    assert parts is not None
+    assert b"".join(parts) == expected
+    assert codec.encode_answer(1, version, correlation_id, response) == expected  # the door dispatch uses
+
+
+def test_records_are_handed_on_not_copied() -> None:
+    records = memoryview(bytearray(b"batch" * 1000))[:4000]
+    part = PartitionData(partition_index=i32(0), error_code=ErrorCode.none, high_watermark=i64(9),
+                         last_stable_offset=i64(9), log_start_offset=i64(0), aborted_transactions=(),
+                         preferred_read_replica=i32(-1), records=records)
+    resp = FetchResponse(throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=ErrorCode.none,
+                         session_id=i32(0), responses=(FetchableTopicResponse(topic="t", partitions=(part,)),))
+    parts = encode_fetch_response(12, 7, resp)
+    assert parts is not None
+    assert any(p is records for p in parts)
+    assert int.from_bytes(parts[0], "big", signed=True) == sum(len(p) for p in parts[1:])
+
+
+def test_tagged_fields_take_the_generic_path() -> None:
+    diverging = PartitionData(partition_index=i32(0), error_code=ErrorCode.none, high_watermark=i64(9),
+                              last_stable_offset=i64(9), log_start_offset=i64(0), aborted_transactions=None,
+                              preferred_read_replica=i32(-1), records=b"",
+                              diverging_epoch=EpochEndOffset(epoch=i32(3), end_offset=i64(5)))
+    leader = PartitionData(partition_index=i32(0), error_code=ErrorCode.not_leader_or_follower,
+                           high_watermark=i64(9), last_stable_offset=i64(9), log_start_offset=i64(0),
+                           aborted_transactions=None, preferred_read_replica=i32(-1), records=b"",
+                           current_leader=LeaderIdAndEpoch(leader_id=i32(1), leader_epoch=i32(0)))
+    for part in (diverging, leader):
+        resp = FetchResponse(throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=ErrorCode.none,
+                             session_id=i32(0), responses=(FetchableTopicResponse(topic="t", partitions=(part,)),))
+        assert encode_fetch_response(12, 7, resp) is None
+        assert codec.encode_answer(1, 12, 7, resp) == generic(12, 7, resp)
+    assert encode_fetch_response(3, 7, resp) is None  # below the versions served
