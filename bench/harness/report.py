@@ -45,6 +45,9 @@ def rows_for(meta: dict[str, Any]) -> list[Row]:
         ("C2", "C2", "aborted10", "records_per_s", "C2 read_committed, 10 % of transactions aborted", "msg/s", None),
         ("C2", "C2", "aborted10", "extra", "C2 10 %: records beyond the committed count (must be 0)", "records",
          None),
+        ("C3", "C3", "java_read_committed", "records_per_s",
+         "C3 Java consumer (Kafka's ConsumerPerformance) read_committed over P4 data, fetch-only", "msg/s",
+         (">=", 1.0)),
     ]
     for r in p["e1_rates"]:
         rows += [

@@ -19,6 +19,7 @@ from . import machine, procstat
 from .brokers import BROKERS, Broker, BrokerError, tansu_unavailable_reason
 
 WORKLOADS = Path(__file__).resolve().parent / "workloads.py"
+RUN_TOOL = Path(__file__).resolve().parents[1] / "kafka" / "run-tool.sh"
 CLIENT_CPU = "0"  # with --pin: clients on CPU 0, broker on CPU 1
 BROKER_CPU = "1"
 
@@ -102,6 +103,24 @@ def wait_for_partitions(admin: Any, topics: dict[str, int], timeout: float) -> N
     raise BrokerError(f"topics {sorted(topics)} not ready")
 
 
+def parse_consumer_performance(stdout: str) -> dict[str, Any] | None:
+    """The data line of Kafka's ConsumerPerformance: start.time, end.time, data.consumed.in.MB,
+    MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec,
+    fetch.nMsg.sec (4.3.1). None when there is no such line."""
+    for line in reversed(stdout.strip().splitlines()):
+        f = [x.strip() for x in line.split(",")]
+        if len(f) == 10:
+            try:
+                mb, n, rps_all, rebalance_ms, fetch_ms, fetch_mbps, fetch_rps = (
+                    float(f[2]), int(f[4]), float(f[5]), float(f[6]), float(f[7]), float(f[8]), float(f[9]))
+            except ValueError:
+                continue
+            return {"consumed": n, "bytes": int(mb * 1024 * 1024), "records_per_s": fetch_rps,
+                    "mb_per_s": fetch_mbps * 1.048576, "records_per_s_incl_rebalance": rps_all,
+                    "rebalance_ms": rebalance_ms, "seconds": fetch_ms / 1000}
+    return None
+
+
 # --------------------------------------------------------------------------------------------------
 # the run
 
@@ -133,6 +152,9 @@ class Run:
                     log(f"kafka skipped: {exc}")
                     continue
             self.brokers.append(b)
+        if "C3" in self.scenarios and shutil.which("java") is None:
+            self.skipped["C3"] = "no java on PATH (C3 runs Kafka's ConsumerPerformance)"
+            self.scenarios.discard("C3")
         self._tmp = Path(tempfile.mkdtemp(prefix="minikafka-bench-", dir=workdir))
         self.started = time.time()
         self.meta: dict[str, Any] = {}
@@ -182,7 +204,7 @@ class Run:
         try:
             if self.scenarios & {"O1", "O2"}:
                 self.phase_startup()
-            if self.scenarios & {"P2", "P3", "P4", "C1", "C2", "E1", "O2"}:
+            if self.scenarios & {"P2", "P3", "P4", "C1", "C2", "C3", "E1", "O2"}:
                 for rep in range(self.p["reps"]):
                     for name in self.order(rep):
                         self.phase_load(name, rep)
@@ -287,7 +309,7 @@ class Run:
             self.guarded(name, rep, "P3", "dupcheck", lambda: consume(
                 "p3", acked.get("p3", p["p3_records"]), "read_uncommitted", check_seq=True,
                 seq_space=p["p3_records"], linger_s=0.5))
-        if "P4" in sc or "C2" in sc:
+        if sc & {"P4", "C2", "C3"}:
             self.guarded(name, rep, "P4", "p1", lambda: produce(
                 "p4", p["p4_records"], "txn", txn_id=f"p4-{rep}", txn_records=100, txn_ms=100))
         if "C1" in sc and "p2-p1" in acked:
@@ -295,9 +317,12 @@ class Run:
                                                                             "read_uncommitted"))
             self.guarded(name, rep, "C1", "read_committed", lambda: consume("p2-p1", acked["p2-p1"],
                                                                           "read_committed"))
+        p4 = next((s for s in reversed(self.samples) if s["broker"] == name and s["rep"] == rep
+                   and s["scenario"] == "P4" and "committed_records" in s), None)
+        if "C3" in sc and p4 is not None:
+            self.guarded(name, rep, "C3", "java_read_committed", lambda: self._java_consume(
+                b, "p4", p4["committed_records"], "read_committed", f"c3-{rep}"))
         if "C2" in sc:
-            p4 = next((s for s in reversed(self.samples) if s["broker"] == name and s["rep"] == rep
-                       and s["scenario"] == "P4" and "committed_records" in s), None)
             if p4 is not None:
                 self.guarded(name, rep, "C2", "aborted0", lambda: consume(
                     "p4", p4["committed_records"], "read_committed", linger_s=0.5))
@@ -314,6 +339,27 @@ class Run:
         if "E1" in sc:
             for rate in p["e1_rates"]:
                 self.guarded(name, rep, "E1", str(rate), lambda rate=rate: self._e2e(b, f"e1-{rate}", rate))
+
+    def _java_consume(self, b: Broker, topic: str, expected: int, iso: str, group: str) -> dict[str, Any]:
+        """C3: Kafka's own ConsumerPerformance (the Java consumer, subscribed in a group) reads the
+        topic; its fetch-only rate (after the group's rebalance) is the throughput."""
+        cmd = [str(RUN_TOOL), "org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", b.bootstrap,
+               "--topic", topic, "--num-records", str(expected), "--group", group, "--timeout", "30000",
+               "--command-property", f"isolation.level={iso}"]
+        if self.pin and shutil.which("taskset"):
+            cmd = ["taskset", "-c", CLIENT_CPU, *cmd]
+        cpu0 = b.cpu_seconds()
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+        cpu1 = b.cpu_seconds()
+        res = parse_consumer_performance(r.stdout)
+        if r.returncode != 0 or res is None:
+            raise ClientError(f"ConsumerPerformance exited {r.returncode}: {(r.stdout + r.stderr)[-500:]}")
+        if res["consumed"] != expected:
+            raise ClientError(f"ConsumerPerformance read {res['consumed']} records, expected {expected}")
+        res.update(expected=expected, complete=True, broker_cpu_s_incl_jvm_start=cpu1 - cpu0)
+        log(f"  {b.name} C3 java {topic} {iso}: {res['records_per_s']:.0f} rec/s fetch-only "
+            f"({res['records_per_s_incl_rebalance']:.0f} incl. rebalance)")
+        return res
 
     def _e2e(self, b: Broker, topic: str, rate: int) -> dict[str, Any]:
         p = self.p
