@@ -21,6 +21,7 @@ from kio.serial import entity_reader, entity_writer
 from minikafka.protocol import records, versions
 from minikafka.protocol.errors import FramingError, UnsupportedVersion
 from minikafka.protocol.fetch_response import encode_fetch_response
+from minikafka.protocol.metadata_response import encode_metadata_response
 from minikafka.protocol.produce_response import encode_produce_response
 
 API_VERSIONS_KEY = 18
@@ -30,6 +31,7 @@ API_VERSIONS_KEY = 18
 DIRECT_WRITERS: dict[int, Callable[[int, int, Any], list[Any] | None]] = {
     0: encode_produce_response,
     1: encode_fetch_response,
+    3: encode_metadata_response,
 }
 
 _PREFIX = struct.Struct(">hhi")
