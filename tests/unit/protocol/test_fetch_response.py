@@ -20,7 +20,9 @@ from kio.schema.fetch.v12.response import (
 )
 from kio.static.primitive import i32, i32Timedelta, i64
 
-from minikafka.protocol import codec, versions
+from direct_writers import assert_writes_like_kio, generic
+
+from minikafka.protocol import codec
 from minikafka.protocol.fetch_response import MAX_VERSION, MIN_VERSION, encode_fetch_response
 
 pytestmark = pytest.mark.unit
@@ -50,18 +52,10 @@ responses = st.builds(
 )
 
 
-def generic(version: int, correlation_id: int, response: FetchResponse) -> bytes:
-    return codec.encode_response(1, version, correlation_id, versions.downgrade(response, version))
-
-
 @settings(max_examples=300, deadline=None)
 @given(response=responses, version=st.integers(MIN_VERSION, MAX_VERSION), correlation_id=st.integers(0, 2**31 - 1))
 def test_same_bytes_as_the_generic_writer(response: FetchResponse, version: int, correlation_id: int) -> None:
-    expected = generic(version, correlation_id, response)
-    parts = encode_fetch_response(version, correlation_id, response)
-    assert parts is not None
-    assert b"".join(parts) == expected
-    assert codec.encode_answer(1, version, correlation_id, response) == expected  # the door dispatch uses
+    assert_writes_like_kio(1, encode_fetch_response, version, correlation_id, response)
 
 
 def test_records_are_handed_on_not_copied() -> None:
@@ -90,5 +84,5 @@ def test_tagged_fields_take_the_generic_path() -> None:
         resp = FetchResponse(throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=ErrorCode.none,
                              session_id=i32(0), responses=(FetchableTopicResponse(topic="t", partitions=(part,)),))
         assert encode_fetch_response(12, 7, resp) is None
-        assert codec.encode_answer(1, 12, 7, resp) == generic(12, 7, resp)
+        assert codec.encode_answer(1, 12, 7, resp) == generic(1, 12, 7, resp)
     assert encode_fetch_response(3, 7, resp) is None  # below the versions served

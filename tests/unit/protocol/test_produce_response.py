@@ -19,7 +19,8 @@ from kio.schema.produce.v11.response import (
 )
 from kio.static.primitive import i32, i32Timedelta, i64
 
-from minikafka.protocol import codec, versions
+from direct_writers import assert_writes_like_kio
+
 from minikafka.protocol.produce_response import MAX_VERSION, MIN_VERSION, encode_produce_response
 
 pytestmark = pytest.mark.unit
@@ -48,16 +49,10 @@ responses = st.builds(
 )
 
 
-def generic(version: int, correlation_id: int, response: ProduceResponse) -> bytes:
-    return codec.encode_response(0, version, correlation_id, versions.downgrade(response, version))
-
-
 @settings(max_examples=300, deadline=None)
 @given(response=responses, version=st.integers(MIN_VERSION, MAX_VERSION), correlation_id=st.integers(0, 2**31 - 1))
 def test_same_bytes_as_the_generic_writer(response: ProduceResponse, version: int, correlation_id: int) -> None:
-    expected = generic(version, correlation_id, response)
-    assert b"".join(encode_produce_response(version, correlation_id, response) or ()) == expected
-    assert codec.encode_answer(0, version, correlation_id, response) == expected  # the door dispatch uses
+    assert_writes_like_kio(0, encode_produce_response, version, correlation_id, response)
 
 
 def test_tagged_fields_take_the_generic_path() -> None:
