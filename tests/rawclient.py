@@ -213,10 +213,11 @@ def create_topics_v7(topic: str, partitions: int = 1, configs: dict[str, str] | 
     )
 
 
-def produce_v9(topic: str, partition: int, batch: bytes, *, acks: int = -1, timeout_ms: int = 10_000) -> ProduceRequest:
+def produce_v9(topic: str, partition: int, batch: bytes, *, acks: int = -1, timeout_ms: int = 10_000,
+               transactional_id: str | None = None) -> ProduceRequest:
     """A Produce v9 request carrying one record batch for one partition."""
     return ProduceRequest(
-        transactional_id=None, acks=i16(acks), timeout=ms(timeout_ms),
+        transactional_id=transactional_id, acks=i16(acks), timeout=ms(timeout_ms),
         topic_data=(TopicProduceData(name=topic, partition_data=(
             PartitionProduceData(index=i32(partition), records=bytes(batch)),)),),
     )

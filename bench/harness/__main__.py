@@ -20,8 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.harness", description=__doc__)
     ap.add_argument("--profile", default="full", choices=sorted(PROFILES) + ["scale", "scale-quick", "scale-smoke"],
                     help="scale, scale-quick, scale-smoke: the scale curves (bench/harness/scale.py), not the matrix")
-    ap.add_argument("--curves", help="scale profile: comma-separated from partitions,connections,record_size,"
-                                     "txn_ids,groups (default all)")
+    ap.add_argument("--curves", help="scale profile: comma-separated from partitions,topics,connections,"
+                                     "record_size,txn_ids,txn_producers,groups,group_members,data (default all)")
     ap.add_argument("--brokers", default="minikafka,kafka,tansu", help="comma-separated: minikafka,kafka,tansu")
     ap.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated from {','.join(SCENARIOS)}")
     ap.add_argument("--reps", type=int, help="repetitions per point (profile default)")
@@ -33,6 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="output dir (default bench/results/<date>-<host>[-profile][-pinned])")
     ap.add_argument("--report-only", type=Path, metavar="RESULTS_JSON", help="re-render report.md/chart.png")
     ap.add_argument("--workdir", type=Path, help="where broker data dirs go (default: $TMPDIR)")
+    ap.add_argument("--merge-scale", type=Path, nargs="+", metavar="SCALE_JSON",
+                    help="combine scale runs of different curves into --out/scale.json and render it "
+                         "(a later run's sample replaces an earlier one of the same curve, broker and point)")
     args = ap.parse_args(argv)
 
     from . import report
@@ -47,6 +50,17 @@ def main(argv: list[str] | None = None) -> int:
         print(report.render(doc, args.report_only.parent))
         return 0
 
+    if args.merge_scale:
+        from . import scale_report
+
+        if not args.out:
+            ap.error("--merge-scale needs --out")
+        doc = scale_report.merge([json.loads(p.read_text()) for p in args.merge_scale])
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "scale.json").write_text(json.dumps(doc, indent=1, sort_keys=True))
+        print(scale_report.render(doc, args.out))
+        return 0
+
     if args.profile.startswith("scale"):
         from . import scale, scale_report
 
@@ -54,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         out = args.out or REPO_ROOT / "bench" / "results" / (
             f"{datetime.date.today().isoformat()}-{socket.gethostname()}-{args.profile}")
         only = set(args.curves.split(",")) if args.curves else None
+        if only and only - set(scale.CURVE_GROUPS):
+            ap.error(f"unknown curves {sorted(only - set(scale.CURVE_GROUPS))}: choose from {sorted(scale.CURVE_GROUPS)}")
         doc = scale.main(brokers, out, args.profile, only=only, workdir=args.workdir)
         print(scale_report.render(doc, out))
         return 0

@@ -37,6 +37,11 @@ from .runner import create_topics, log, run_client, wait_for_partitions
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "tests"))
 
+from kio.schema.add_partitions_to_txn.v3.request import (  # noqa: E402
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnTopic,
+)
+from kio.schema.end_txn.v3.request import EndTxnRequest  # noqa: E402
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest  # noqa: E402
 from kio.schema.metadata.v12.request import MetadataRequest  # noqa: E402
 from kio.schema.offset_commit.v8.request import (  # noqa: E402
@@ -52,7 +57,7 @@ from kio.schema.offset_fetch.v8.request import (  # noqa: E402
 from kio.static.primitive import i16, i32, i32Timedelta, i64  # noqa: E402
 from rawclient import RawClient, api_versions_v3, produce_v9, valid_batch  # noqa: E402
 
-from minikafka.protocol import codec  # noqa: E402
+from minikafka.protocol import codec, records  # noqa: E402
 
 # Points per curve. Chosen so the whole profile fits in ~30 minutes on the 2-core machine with
 # both brokers; the report states these limits.
@@ -64,8 +69,18 @@ SCALE = {
     "connection_seconds": 5.0,
     "record_sizes": [100, 1024, 102_400, 1_048_576],
     "record_size_bytes": 500_000_000,        # bytes produced at each record size
-    "txn_ids": [1, 100, 1000, 10_000],
+    "txn_ids": [1, 100, 1000, 10_000, 100_000],
     "groups": [1, 10, 100, 1000],
+    "txn_producers": [1, 10, 100, 1000],
+    "txn_producer_seconds": 5.0,
+    "group_members": [1, 10, 50, 200],
+    "topics_spread": 100,                    # the partitions curve again, over this many topics
+    "topics_partitions": [100, 1000, 10000],
+    # one partition grown to each size in turn (MB); 25 GB free on the 2-core VM caps it at 10 GB
+    "data_mb": [1000, 2000, 5000, 10000],
+    "data_record_size": 16384,
+    "data_read_mb": 200,                     # read from the head and from the tail at each size
+    "data_segment_bytes": 1_073_741_824,     # Kafka's default segment size
 }
 QUICK = {
     "warmup_records": 20_000,
@@ -77,6 +92,15 @@ QUICK = {
     "record_size_bytes": 20_000_000,
     "txn_ids": [1, 10, 100, 1000],
     "groups": [1, 10, 100, 300],
+    "txn_producers": [1, 10, 100],
+    "txn_producer_seconds": 2.0,
+    "group_members": [1, 5, 20],
+    "topics_spread": 10,
+    "topics_partitions": [10, 100, 1000],
+    "data_mb": [50, 100, 200, 500],
+    "data_record_size": 16384,
+    "data_read_mb": 20,
+    "data_segment_bytes": 50_000_000,
 }
 
 # the pytest smoke run (tests/integration/test_bench_smoke.py): seconds, not numbers to quote
@@ -90,6 +114,15 @@ SMOKE = {
     "record_size_bytes": 200_000,
     "txn_ids": [1, 10],
     "groups": [1, 10],
+    "txn_producers": [1, 3],
+    "txn_producer_seconds": 0.5,
+    "group_members": [1, 2],
+    "topics_spread": 2,
+    "topics_partitions": [2, 4],
+    "data_mb": [2, 4],
+    "data_record_size": 16384,
+    "data_read_mb": 1,
+    "data_segment_bytes": 1_048_576,         # Kafka's smallest
 }
 PROFILES = {"scale": SCALE, "scale-quick": QUICK, "scale-smoke": SMOKE}
 
@@ -104,7 +137,42 @@ CURVES = {
     "connections_active": ("Produce (acks=1, 1 KiB) over N connections, total", "req/s", True),
     "record_size": ("produce throughput", "MB/s", True),
     "txn_ids": ("InitProducerId p99 with N transactional ids known", "ms", False),
+    "txn_recovery": ("restart after kill -9 with N transactional ids, to the first InitProducerId answered", "s",
+                     False),
+    "txn_producers": ("N concurrent transactional producers, commits/s in total", "txn/s", True),
     "groups": ("OffsetCommit + OffsetFetch p99 with N groups", "ms", False),
+    "group_members": ("one group of N members: subscribe -> every partition assigned once", "s", False),
+    "data_produce": ("one partition grown to N MB: produce throughput of each step", "MB/s", True),
+    "data_head": ("one partition of N MB: catch-up read from the head", "MB/s", True),
+    "data_tail": ("one partition of N MB: catch-up read of the newest records", "MB/s", True),
+    "data_restart": ("one partition of N MB: restart after kill -9 to the readiness probe", "s", False),
+    "data_retention": ("one partition of N MB: retention.bytes lowered -> old segments deleted", "s", False),
+    "topics_create": ("CreateTopics: N partitions over the spread's topics", "s", False),
+    "topics_metadata": ("Metadata for all topics, p99, N partitions over the spread's topics", "ms", False),
+    "topics_restart": ("restart after kill -9, N partitions over the spread's topics", "s", False),
+}
+# Each curve's points: the profile key listing them (data_retention: the largest only).
+CURVE_POINTS = {"partitions_produce": "partitions", "partitions_consume": "partitions",
+                "partitions_metadata": "partitions", "partitions_create": "partitions",
+                "partitions_restart": "partitions", "connections_idle": "connections",
+                "connections_active": "connections", "record_size": "record_sizes", "txn_ids": "txn_ids",
+                "txn_recovery": "txn_ids", "txn_producers": "txn_producers", "groups": "groups",
+                "group_members": "group_members", "data_produce": "data_mb", "data_head": "data_mb",
+                "data_tail": "data_mb", "data_restart": "data_mb", "data_retention": "data_mb",
+                "topics_create": "topics_partitions", "topics_metadata": "topics_partitions",
+                "topics_restart": "topics_partitions"}
+# --curves names -> the curves above each one measures
+CURVE_GROUPS = {
+    "partitions": ("partitions_produce", "partitions_consume", "partitions_metadata", "partitions_create",
+                   "partitions_restart"),
+    "topics": ("topics_create", "topics_metadata", "topics_restart"),
+    "connections": ("connections_idle", "connections_active"),
+    "record_size": ("record_size",),
+    "txn_ids": ("txn_ids", "txn_recovery"),
+    "txn_producers": ("txn_producers",),
+    "data": ("data_produce", "data_head", "data_tail", "data_restart", "data_retention"),
+    "groups": ("groups",),
+    "group_members": ("group_members",),
 }
 
 
@@ -128,10 +196,16 @@ class Scale:
         self.meta: dict[str, Any] = {"machine": machine.describe(), "points": points}
 
     # -- plumbing ------------------------------------------------------------------------------
-    def broker(self, name: str, tag: str) -> Broker:
+    def broker(self, name: str, tag: str, config: dict[str, str] | None = None) -> Broker:
         wd = self._tmp / f"{name}-{tag}"
         shutil.rmtree(wd, ignore_errors=True)
-        b = BROKERS[name](wd)
+        cls = BROKERS[name]
+        if not config:
+            b = cls(wd)
+        elif name == "kafka":
+            b = cls(wd, extra_props=config)  # type: ignore[call-arg]
+        else:
+            b = cls(wd, overrides=config)  # type: ignore[call-arg]
         b.start()
         # Warmed up before any point is measured, as the matrix does: the JVM's JIT compiles
         # Kafka's hot paths, both brokers create their internal topics.
@@ -179,10 +253,18 @@ class Scale:
                     self.curve_connections(name)
                 if self.wanted("record_size"):
                     self.curve_record_size(name)
+                if self.wanted("topics"):
+                    self.curve_topics(name)
                 if self.wanted("txn_ids"):
                     self.curve_txn_ids(name)
+                if self.wanted("txn_producers"):
+                    self.curve_txn_producers(name)
                 if self.wanted("groups"):
                     self.curve_groups(name)
+                if self.wanted("data"):
+                    self.curve_data(name)
+                if self.wanted("group_members"):
+                    self.curve_group_members(name)
         finally:
             self.save()
             shutil.rmtree(self._tmp, ignore_errors=True)
@@ -222,14 +304,7 @@ class Scale:
                 self.guarded("partitions_produce", name, n, produce)
                 self.guarded("partitions_consume", name, n, consume)
 
-                def restart() -> dict[str, Any]:
-                    b.kill9()
-                    t0 = time.monotonic()
-                    info = b.start(timeout=600)
-                    return {"value": time.monotonic() - t0, "spawn_to_api_s": info.get("spawn_to_api_s"),
-                            "rss_mb": b.memory().get("vmrss_mb")}
-
-                self.guarded("partitions_restart", name, n, restart)
+                self.guarded("partitions_restart", name, n, lambda: restart_after_kill9(b))
             finally:
                 self.finish(b)
 
@@ -273,10 +348,139 @@ class Scale:
 
     # -- transactional ids and groups ----------------------------------------------------------
     def curve_txn_ids(self, name: str) -> None:
-        """InitProducerId for new ids up to N, then 200 epoch bumps of ids already known."""
-        self.curve_state(name, "txn_ids", setup=lambda b: None,
-                         add=lambda c, k: init_producer_id(c, f"scale-txn-{k}"),
-                         probe=lambda c, k, i: init_producer_id(c, f"scale-txn-{k}"))
+        """InitProducerId for new ids up to N (20 connections at a time), then 200 epoch bumps of
+        ids already known; then kill -9 and the time from the restart's spawn until a known id's
+        InitProducerId is answered (the coordinator has replayed __transaction_state)."""
+        b = self.broker(name, "txn_ids")
+        try:
+            known = 0
+            for n in self.p["txn_ids"]:
+                def measure(n: int = n) -> dict[str, Any]:
+                    nonlocal known
+                    asyncio.run(add_txn_ids(b.port, known, n))
+                    known = n
+                    cpu0 = b.cpu_seconds()
+                    with RawClient("127.0.0.1", b.port, timeout=60) as c:
+                        lat = [init_producer_id(c, f"scale-txn-{i % n}") for i in range(200)]
+                    return {"value": _pct(lat, 99), "p50_ms": _pct(lat, 50), "rss_mb": b.memory().get("vmrss_mb"),
+                            "cpu_ms_per_op": 1000 * (b.cpu_seconds() - cpu0) / 200}
+
+                def recovery(n: int = n) -> dict[str, Any]:
+                    b.kill9()
+                    t0 = time.monotonic()
+                    info = b.start(timeout=600)
+                    with RawClient("127.0.0.1", b.port, timeout=60) as c:
+                        init_producer_id(c, f"scale-txn-{n - 1}", retry_s=600)
+                    return {"value": time.monotonic() - t0, "spawn_to_ready_s": info.get("spawn_to_ready_s"),
+                            "rss_mb": b.memory().get("vmrss_mb")}
+
+                self.guarded("txn_ids", name, n, measure)
+                self.guarded("txn_recovery", name, n, recovery)
+        finally:
+            self.finish(b)
+
+    def curve_txn_producers(self, name: str) -> None:
+        """N transactional producers at once, each on its own connection committing one small
+        transaction after another (AddPartitionsToTxn, a Produce of 10 x 100 B, EndTxn)."""
+        b = self.broker(name, "txn_producers")
+        try:
+            create_topics(b.bootstrap, {"txn-producers": 10})
+            for n in self.p["txn_producers"]:
+                self.guarded("txn_producers", name, n, lambda n=n: asyncio.run(
+                    concurrent_transactions(b, n, float(self.p["txn_producer_seconds"]))))
+        finally:
+            self.finish(b)
+
+    def curve_group_members(self, name: str) -> None:
+        """One classic group of N confluent-kafka consumers subscribing to a topic of N partitions:
+        the time from the first subscribe until each member holds exactly one partition."""
+        b = self.broker(name, "group_members")
+        try:
+            for n in self.p["group_members"]:
+                topic = f"members-{n}"
+                create_topics(b.bootstrap, {topic: n})
+
+                def measure(n: int = n, topic: str = topic) -> dict[str, Any]:
+                    cpu0 = b.cpu_seconds()
+                    seconds = group_settle_time(b.bootstrap, topic, n)
+                    return {"value": seconds, "rss_mb": b.memory().get("vmrss_mb"),
+                            "broker_cpu_s": b.cpu_seconds() - cpu0}
+
+                self.guarded("group_members", name, n, measure)
+        finally:
+            self.finish(b)
+
+    # -- data ----------------------------------------------------------------------------------
+    def curve_data(self, name: str) -> None:
+        """One partition grown to each size in turn (16 KiB records, acks=all): the produce rate of
+        each step, a read of `data_read_mb` from the head and from the tail, a restart after
+        kill -9; at the largest size, the time retention takes to delete every closed segment
+        once retention.bytes is lowered (both brokers check retention every second here)."""
+        b = self.broker(name, "data", config={"log.retention.check.interval.ms": "1000"})
+        size = int(self.p["data_record_size"])
+        read = max(1, int(self.p["data_read_mb"]) * 1_000_000 // size)
+        try:
+            segment = int(self.p["data_segment_bytes"])
+            create_topics(b.bootstrap, {"data": 1}, config={"segment.bytes": str(segment)})
+            have = 0
+            for mb in self.p["data_mb"]:
+                step = max(1, mb * 1_000_000 // size - have)
+
+                def produce(step: int = step) -> dict[str, Any]:
+                    r = run_client("produce", {"bootstrap": b.bootstrap, "topic": "data", "mode": "plain",
+                                               "records": step, "size": size, "timeout_s": 1800},
+                                   broker=b, timeout=2000)
+                    if r["acked"] != step:
+                        raise RuntimeError(f"{r['acked']} of {step} acked: {r.get('first_error')}")
+                    return {"value": r["mb_per_s"], "p99_ms": r.get("ack_p99_ms"), "rss_mb": b.memory().get("vmrss_mb"),
+                            "cpu_s_per_gb": r.get("broker_cpu_s_per_gb"), "client_cpu_pct": r.get("client_cpu_pct")}
+
+                def consume(tail: int) -> dict[str, Any]:
+                    r = run_client("consume", {"bootstrap": b.bootstrap, "topic": "data", "expected": read,
+                                               "tail": tail, "timeout_s": 600}, broker=b, timeout=900)
+                    if not r["complete"]:
+                        raise RuntimeError(f"read {r['consumed']} of {read}")
+                    return {"value": r["mb_per_s"], "rss_mb": b.memory().get("vmrss_mb"),
+                            "cpu_s_per_gb": r.get("broker_cpu_s_per_gb"), "client_cpu_pct": r.get("client_cpu_pct")}
+
+                self.guarded("data_produce", name, mb, produce)
+                have += step
+                os.sync()  # each read and the restart start with the data written back
+                self.guarded("data_head", name, mb, lambda: consume(0))
+                self.guarded("data_tail", name, mb, lambda: consume(read))
+                self.guarded("data_restart", name, mb, lambda: restart_after_kill9(b))
+            self.guarded("data_retention", name, self.p["data_mb"][-1], lambda: retention_deletes(b, "data", size, segment))
+        finally:
+            self.finish(b)
+
+    # -- partitions over many topics -----------------------------------------------------------
+    def curve_topics(self, name: str) -> None:
+        """The partitions curve's create, Metadata and restart points with the partitions spread
+        over `topics_spread` topics (per-topic costs: directories, metadata entries, configs)."""
+        spread = int(self.p["topics_spread"])
+        for n in self.p["topics_partitions"]:
+            b = self.broker(name, f"topics{n}")
+            try:
+                per_topic = max(1, n // spread)
+                topics = {f"spread-{n}-{i}": per_topic for i in range(spread)}
+
+                def create(topics: dict[str, int] = topics) -> dict[str, Any]:
+                    t0 = time.monotonic()
+                    # requests of at most PARTITIONS_PER_STEP partitions: Kafka refuses one of more
+                    # than 10,000 metadata records (see create_partitions_in_steps)
+                    names = list(topics)
+                    step = max(1, PARTITIONS_PER_STEP // max(topics.values()))
+                    for i in range(0, len(names), step):
+                        create_topics(b.bootstrap, {t: topics[t] for t in names[i:i + step]}, timeout=600)
+                    return {"value": time.monotonic() - t0, "rss_mb": b.memory().get("vmrss_mb")}
+
+                self.guarded("topics_create", name, n, create)
+                if "error" in self.samples[-1]:
+                    continue  # nothing to measure without the topics
+                self.guarded("topics_metadata", name, n, lambda: metadata_latency(b))
+                self.guarded("topics_restart", name, n, lambda: restart_after_kill9(b))
+            finally:
+                self.finish(b)
 
     def curve_groups(self, name: str) -> None:
         """OffsetCommit for new groups up to N, then 200 commit + fetch pairs on known groups."""
@@ -333,6 +537,48 @@ def create_partitions_in_steps(bootstrap: str, topic: str, n: int) -> None:
     wait_for_partitions(admin, {topic: n}, 600)
 
 
+def retention_deletes(b: Broker, topic: str, record_size: int, segment_bytes: int,
+                      timeout: float = 600.0) -> dict[str, Any]:
+    """Lower the topic's retention.bytes to 1 and time until its log start offset has moved to the
+    active segment (every closed segment deleted)."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    admin = AdminClient({"bootstrap.servers": b.bootstrap, "log_level": 3})
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+        ConfigEntry("retention.bytes", "1", incremental_operation=AlterConfigOpType.SET)])
+    cpu0 = b.cpu_seconds()
+    t0 = time.monotonic()
+    admin.incremental_alter_configs([res])[res].result(60)
+    tp = TopicPartition(topic, 0)
+    from confluent_kafka import Consumer
+
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "retention-probe", "log_level": 3})
+    try:
+        first_start = c.get_watermark_offsets(tp, timeout=30)[0]
+        while True:
+            low, high = c.get_watermark_offsets(tp, timeout=30, cached=False)
+            # every closed segment gone: at most one segment of data is left
+            if low > first_start and (high - low) * record_size <= segment_bytes:
+                break
+            if time.monotonic() - t0 > timeout:
+                raise RuntimeError(f"log start offset {low} of {high} after {timeout:.0f} s")
+            time.sleep(0.05)
+        return {"value": time.monotonic() - t0, "log_start_offset": low, "high_watermark": high,
+                "broker_cpu_s": b.cpu_seconds() - cpu0, "rss_mb": b.memory().get("vmrss_mb")}
+    finally:
+        c.close()
+
+
+def restart_after_kill9(b: Broker) -> dict[str, Any]:
+    """kill -9, then the time from the restart's spawn to the broker's readiness probe."""
+    b.kill9()
+    t0 = time.monotonic()
+    info = b.start(timeout=600)
+    return {"value": time.monotonic() - t0, "spawn_to_api_s": info.get("spawn_to_api_s"),
+            "rss_mb": b.memory().get("vmrss_mb")}
+
+
 # -- raw-protocol probes ---------------------------------------------------------------------------
 
 def metadata_latency(b: Broker, reps: int = 30) -> dict[str, Any]:
@@ -348,21 +594,209 @@ def metadata_latency(b: Broker, reps: int = 30) -> dict[str, Any]:
     return {"value": _pct(lat, 99), "p50_ms": _pct(lat, 50), "rss_mb": b.memory().get("vmrss_mb")}
 
 
-def init_producer_id(c: RawClient, txn_id: str) -> float:
+# Answers a transactional client retries after a short backoff: the coordinator is loading, or the
+# previous transaction's markers are still being written (CONCURRENT_TRANSACTIONS).
+_RETRY_TXN = {14, 15, 16, 51}
+
+
+def init_producer_id(c: RawClient, txn_id: str, retry_s: float = 10.0) -> float:
+    """InitProducerId round trips (ms) until answered without a retriable error."""
     req = InitProducerIdRequest(transactional_id=txn_id, transaction_timeout=i32Timedelta.parse(
         datetime.timedelta(seconds=60)), producer_id=i64(-1), producer_epoch=i16(-1))
     t0 = time.perf_counter()
-    for _ in range(200):
+    deadline = time.monotonic() + retry_s
+    while True:
         resp = c.request(req, api_version=4)
         # Retriable, as clients retry them: Kafka answers COORDINATOR_LOAD_IN_PROGRESS (14) while
-        # it fetches a new block of 1,000 producer ids from its controller.
-        if resp.error_code not in (14, 51):
+        # it fetches a new block of 1,000 producer ids from its controller, or while it replays
+        # __transaction_state after a restart.
+        if resp.error_code not in _RETRY_TXN or time.monotonic() > deadline:
             break
         time.sleep(0.01)
     ms = (time.perf_counter() - t0) * 1000
     if resp.error_code != 0:
         raise RuntimeError(f"InitProducerId {txn_id}: {resp.error_code}")
     return ms
+
+
+class AsyncRaw:
+    """One asyncio connection, one request in flight: the load generator of the curves that need
+    many concurrent clients in one process (a librdkafka producer each would be ~5 threads)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.corr = 0
+
+    async def __aenter__(self) -> AsyncRaw:
+        self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.writer.close()
+
+    async def request(self, body: Any, api_version: int) -> Any:
+        self.corr += 1
+        self.writer.write(codec.encode_request(api_version, self.corr, "scale", body))
+        size = _SIZE.unpack(await self.reader.readexactly(4))[0]
+        corr, resp = codec.decode_response(type(body).__api_key__, api_version, await self.reader.readexactly(size))
+        if corr != self.corr:
+            raise RuntimeError(f"correlation id {corr}, {self.corr} expected")
+        return resp
+
+
+async def _init_producer_id(c: AsyncRaw, txn_id: str, deadline: float) -> tuple[int, int]:
+    req = InitProducerIdRequest(transactional_id=txn_id, transaction_timeout=i32Timedelta.parse(
+        datetime.timedelta(seconds=60)), producer_id=i64(-1), producer_epoch=i16(-1))
+    while True:
+        resp = await c.request(req, 4)
+        if resp.error_code == 0:
+            return int(resp.producer_id), int(resp.producer_epoch)
+        if resp.error_code not in _RETRY_TXN or time.monotonic() > deadline:
+            raise RuntimeError(f"InitProducerId {txn_id}: {resp.error_code}")
+        await asyncio.sleep(0.01)
+
+
+async def add_txn_ids(port: int, start: int, end: int, connections: int = 20) -> None:
+    """InitProducerId for scale-txn-<start>..<end - 1>, on `connections` connections at once."""
+    todo = iter(range(start, end))
+    deadline = time.monotonic() + 1800
+
+    async def worker() -> None:
+        async with AsyncRaw(port) as c:
+            for k in todo:
+                await _init_producer_id(c, f"scale-txn-{k}", deadline)
+
+    await asyncio.gather(*(worker() for _ in range(min(connections, max(1, end - start)))))
+
+
+async def concurrent_transactions(b: Broker, n: int, seconds: float, topic: str = "txn-producers",
+                                  partitions: int = 10) -> dict[str, Any]:
+    """n transactional producers in closed loops for `seconds`: commits/s in total and the p99 of
+    one transaction (AddPartitionsToTxn -> Produce acks=all -> EndTxn answered)."""
+    lat: list[float] = []
+    retries = 0
+    value = b"v" * 100
+    ready = asyncio.Event()
+    waiting = n
+
+    async def one(k: int) -> None:
+        nonlocal retries, waiting
+        txn_id, part = f"scale-ctx-{n}-{k}", k % partitions
+        async with AsyncRaw(b.port) as c:
+            pid, epoch = await _init_producer_id(c, txn_id, time.monotonic() + 600)
+            waiting -= 1
+            if waiting == 0:
+                ready.set()
+            await ready.wait()
+            add = AddPartitionsToTxnRequest(
+                v3_and_below_transactional_id=txn_id, v3_and_below_producer_id=i64(pid),
+                v3_and_below_producer_epoch=i16(epoch),
+                v3_and_below_topics=(AddPartitionsToTxnTopic(name=topic, partitions=(i32(part),)),))
+            end = EndTxnRequest(transactional_id=txn_id, producer_id=i64(pid), producer_epoch=i16(epoch),
+                                committed=True)
+            seq = 0
+            while time.perf_counter() < stop_at[0]:
+                t0 = time.perf_counter()
+                while True:
+                    code = (await c.request(add, 3)).results_by_topic_v3_and_below[0].results_by_partition[0]
+                    if code.partition_error_code == 0:
+                        break
+                    if code.partition_error_code not in _RETRY_TXN:
+                        raise RuntimeError(f"AddPartitionsToTxn {txn_id}: {code.partition_error_code}")
+                    retries += 1
+                    await asyncio.sleep(0.005)
+                batch = records.build_batch([(None, value)] * 10, timestamp_ms=int(time.time() * 1000),
+                                            producer_id=pid, producer_epoch=epoch, base_sequence=seq,
+                                            transactional=True)
+                produce = produce_v9(topic, part, bytes(batch), acks=-1, transactional_id=txn_id)
+                while True:
+                    perr = (await c.request(produce, 9)).responses[0].partition_responses[0].error_code
+                    if perr == 0:
+                        break
+                    # Kafka answers NOT_LEADER_OR_FOLLOWER for a moment after a topic is created;
+                    # a client refreshes its metadata and sends the same batch again.
+                    if perr != 6:
+                        raise RuntimeError(f"Produce {txn_id}: {perr}")
+                    retries += 1
+                    await asyncio.sleep(0.01)
+                seq += 10
+                while True:
+                    ecode = (await c.request(end, 3)).error_code
+                    if ecode == 0:
+                        break
+                    if ecode not in _RETRY_TXN:
+                        raise RuntimeError(f"EndTxn {txn_id}: {ecode}")
+                    retries += 1
+                    await asyncio.sleep(0.005)
+                lat.append((time.perf_counter() - t0) * 1000)
+
+    stop_at = [float("inf")]
+    tasks = [asyncio.ensure_future(one(k)) for k in range(n)]
+    waiter = asyncio.ensure_future(ready.wait())
+    await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+    for t in tasks:  # a producer that failed before the window: raise its error
+        if t.done() and t.exception() is not None:
+            waiter.cancel()
+            raise t.exception()  # type: ignore[misc]
+    cpu0 = b.cpu_seconds()
+    t0 = time.perf_counter()
+    stop_at[0] = t0 + seconds
+    await asyncio.gather(*tasks)
+    elapsed = time.perf_counter() - t0
+    return {"value": len(lat) / elapsed, "p99_ms": _pct(lat, 99), "p50_ms": _pct(lat, 50),
+            "retries": retries, "rss_mb": b.memory().get("vmrss_mb"),
+            "cpu_ms_per_txn": 1000 * (b.cpu_seconds() - cpu0) / max(1, len(lat))}
+
+
+def group_settle_time(bootstrap: str, topic: str, members: int, timeout: float = 300.0) -> float:
+    """Seconds from the first subscribe until `members` confluent-kafka consumers of one group each
+    hold exactly one of the topic's `members` partitions."""
+    import threading
+    import uuid
+
+    from confluent_kafka import Consumer
+
+    group = f"members-{uuid.uuid4().hex[:8]}"
+    assigned: dict[int, set[int]] = {}
+    lock = threading.Lock()
+
+    def on_assign(i: int) -> Callable[[Any, Any], None]:
+        def cb(_consumer: Any, partitions: Any) -> None:
+            with lock:
+                assigned[i] = {p.partition for p in partitions}
+        return cb
+
+    def on_revoke(i: int) -> Callable[[Any, Any], None]:
+        def cb(_consumer: Any, _partitions: Any) -> None:
+            with lock:
+                assigned.pop(i, None)
+        return cb
+
+    def settled() -> bool:
+        with lock:
+            return (len(assigned) == members and all(len(v) == 1 for v in assigned.values())
+                    and set().union(*assigned.values()) == set(range(members)))
+
+    consumers = []
+    t0 = time.perf_counter()
+    try:
+        for i in range(members):
+            c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "session.timeout.ms": 45000,
+                          "heartbeat.interval.ms": 500, "partition.assignment.strategy": "range",
+                          "log_level": 3})
+            c.subscribe([topic], on_assign=on_assign(i), on_revoke=on_revoke(i))
+            consumers.append(c)
+        deadline = t0 + timeout
+        while not settled():
+            if time.perf_counter() > deadline:
+                raise RuntimeError(f"{members} members did not settle within {timeout:.0f} s")
+            for c in consumers:
+                c.poll(0)
+            time.sleep(0.005)
+        return time.perf_counter() - t0
+    finally:
+        for c in consumers:
+            c.close()
 
 
 def offset_commit(c: RawClient, group: str, offset: int) -> None:

@@ -27,6 +27,12 @@ def _cost(value: float | None, higher_better: bool) -> float | None:
     return 1.0 / value if higher_better else value
 
 
+# Curves whose work grows with the point itself (creating or recovering N things, answering for N
+# partitions, assigning N members): their cost is compared per item.
+PER_ITEM = {"partitions_create", "partitions_restart", "partitions_metadata", "topics_create", "topics_restart",
+            "topics_metadata", "txn_recovery", "group_members"}
+
+
 def verdicts(doc: dict[str, Any], curve: str) -> tuple[str, str]:
     """(cost growth goal, ratio-to-Kafka goal) for minikafka on this curve, as 'met' / 'not met (...)'."""
     _, _, higher = CURVES[curve]
@@ -35,8 +41,8 @@ def verdicts(doc: dict[str, Any], curve: str) -> tuple[str, str]:
     if len(pts) < 2:
         return "no data", "no data"
     c0, c1 = _cost(mk[pts[0]]["value"], higher), _cost(mk[pts[-1]]["value"], higher)
-    if curve in ("partitions_create", "partitions_restart", "partitions_metadata"):
-        # these grow with the work itself: per partition is the cost to compare
+    if curve in PER_ITEM:
+        # these grow with the work itself: per partition (id, member) is the cost to compare
         c0 = c0 / pts[0] if c0 else None
         c1 = c1 / pts[-1] if c1 else None
     growth = (c1 / c0) if c0 and c1 else None
@@ -53,6 +59,21 @@ def verdicts(doc: dict[str, Any], curve: str) -> tuple[str, str]:
     return g, "met" if not worse else f"not met at {', '.join(map(str, worse))}"
 
 
+def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One document from runs of different curves: samples keyed by (curve, broker, point), a
+    later run's replacing an earlier one's; the meta of the first run, with every run's points
+    and its elapsed time summed."""
+    samples: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for d in docs:
+        for s in d["samples"]:
+            samples[(s["curve"], s["broker"], s["point"])] = s
+    meta = dict(docs[0]["meta"])
+    meta["elapsed_s"] = sum(d["meta"].get("elapsed_s", 0) for d in docs)
+    meta["brokers"] = list(dict.fromkeys(b for d in docs for b in d["meta"].get("brokers", [])))
+    meta["runs"] = [{"points": d["meta"].get("points"), "elapsed_s": d["meta"].get("elapsed_s")} for d in docs]
+    return {"meta": meta, "samples": list(samples.values())}
+
+
 def render(doc: dict[str, Any], out: Path) -> str:
     brokers = doc["meta"]["brokers"]
     lines = [f"# Scale curves ({doc['meta'].get('elapsed_s', 0) / 60:.0f} min run)", "",
@@ -60,7 +81,7 @@ def render(doc: dict[str, Any], out: Path) -> str:
              f"{doc['meta'].get('machine', {}).get('cpus', '?')} CPUs. Points: `{doc['meta'].get('points')}`.", "",
              "Ratio to Kafka: > 1 means minikafka is better (faster, or lower latency / memory). "
              "Goals: the cost per unit of work at the largest point within 2x of the smallest point "
-             "(per partition for create / restart / Metadata), and the ratio to Kafka at every point "
+             "(per item where the work grows with the point: " + ", ".join(sorted(PER_ITEM)) + "), and the ratio to Kafka at every point "
              "at least as good as at the smallest (10 % noise allowed).", ""]
     for curve, (what, unit, higher) in CURVES.items():
         if not any(s["curve"] == curve for s in doc["samples"]):

@@ -214,22 +214,28 @@ def role_fill(a: dict[str, Any]) -> dict[str, Any]:
 # consumers
 
 
-def _assign_all(c: Consumer, topic: str) -> list[TopicPartition]:
+OFFSET_TAIL_BASE = -2000  # librdkafka's logical offset RD_KAFKA_OFFSET_TAIL(n) = -2000 - n
+
+
+def _assign_all(c: Consumer, topic: str, tail: int = 0) -> list[TopicPartition]:
+    """Every partition of the topic, from the beginning, or from `tail` records before its end."""
     md = c.list_topics(topic, timeout=30)
     parts = sorted(md.topics[topic].partitions)
-    tps = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts]
+    start = OFFSET_TAIL_BASE - tail if tail else OFFSET_BEGINNING
+    tps = [TopicPartition(topic, p, start) for p in parts]
     c.assign(tps)
     return tps
 
 
 def role_consume(a: dict[str, Any]) -> dict[str, Any]:
-    """Catch-up read of a whole topic from the beginning. `expected`: a record count, or "hwm"
-    (non-transactional topics: read up to the high watermarks seen at the start)."""
+    """Catch-up read of a whole topic from the beginning (or, with `tail`, from that many records
+    before each partition's end). `expected`: a record count, or "hwm" (non-transactional topics:
+    read up to the high watermarks seen at the start)."""
     conf = {**CONSUMER_BASE, "bootstrap.servers": a["bootstrap"], "group.id": a.get("group", f"bench-{os.getpid()}"),
             "isolation.level": a.get("isolation", "read_uncommitted"), **a.get("conf", {})}
     c = Consumer(conf)
     topic = a["topic"]
-    tps = _assign_all(c, topic)
+    tps = _assign_all(c, topic, int(a.get("tail", 0)))
     expected = a["expected"]
     if expected == "hwm":
         expected = sum(c.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=30)[1] for tp in tps)
