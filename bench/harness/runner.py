@@ -68,7 +68,10 @@ def run_client(role: str, args: dict[str, Any], *, broker: Broker | None = None,
         if stderr_path:
             err.close()  # type: ignore[union-attr]
     if rc != 0 or not last.startswith("{"):
-        raise ClientError(f"{role} exited {rc} (timeout {timeout}s?); last line: {last[:300]}")
+        # the client's own words (a Python traceback, librdkafka's last errors) go into the sample,
+        # since the stderr log lives in the run's temporary directory
+        tail = stderr_path.read_bytes()[-1500:].decode(errors="replace") if stderr_path else ""
+        raise ClientError(f"{role} exited {rc} (timeout {timeout}s?); last line: {last[:300]}; stderr: {tail}")
     res = json.loads(last)
     if "start" in marks and "end" in marks:
         res["broker_cpu_s"] = marks["end"] - marks["start"]
