@@ -66,7 +66,7 @@ def unsupported_api_versions_response(correlation_id: int) -> bytes:
 
 
 class Answer(NamedTuple):
-    """One request's encoded response as buffers for one gathered write (None: none is sent,
+    """One request's encoded response as a list of buffers, one frame (None: none is sent,
     acks=0) and the time its connection stays muted for a quota (delay_first: hold the response
     itself back for that long, for clients too old to wait on their own)."""
 

@@ -319,9 +319,9 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: A
 
 def encode_answer_parts(api_key: int, api_version: int, correlation_id: int, canonical: Any) -> list[Any]:
     """Size prefix + response header + body of a handler's answer (the canonical version's
-    shape) in api_version, as buffers for one gathered write: downgraded and written by kio, or
-    by an API's own writer where one exists and takes it (DIRECT_WRITERS; a Fetch answer's
-    record batches go out as read, never copied into a frame)."""
+    shape) in api_version, as a list of buffers: downgraded and written by kio, or by an API's
+    own writer where one exists and takes it (DIRECT_WRITERS; a Fetch answer's record batches
+    are passed as read, and copied only once, when the connection joins the frame)."""
     direct = DIRECT_WRITERS.get(api_key)
     if direct is not None:
         parts = direct(api_version, correlation_id, canonical)

@@ -4,8 +4,8 @@ byte for byte what downgrading it and encoding it with kio gives.
 Why: a Fetch answer carries up to max_bytes of record batches read from a segment. kio writes
 them into a BytesIO that grows by copying, and the frame is copied once more into bytes: at
 catch-up rates that was ~0.8 ms of copying per MB (py-spy and cProfile, read_committed catch-up,
-issue 17), more than reading the file. Here the records buffer is passed through untouched; the
-connection hands the parts to the transport in one gathered write. Anything this writer does not
+issue 17), more than reading the file. Here the records buffer is passed through untouched and
+the connection joins the parts once (broker/connection.py says why not a gathered write). Anything this writer does not
 handle (tagged fields set: a diverging epoch, a current leader, a snapshot id) returns None and
 takes the generic path. A unit test compares the two writers over generated responses.
 """
