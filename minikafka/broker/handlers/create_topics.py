@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from minikafka.broker import controller_limits
 from minikafka.broker.context import RequestContext
 from minikafka.broker.handlers.describe_configs import topic_config_entries
 from minikafka.broker.services import BrokerServices
@@ -31,6 +32,10 @@ class CreateTopicsHandler:
             seen[t.name] = seen.get(t.name, 0) + 1
         results = []
         quota = mutation_quota(self.svc.quotas, self.api_key, ctx.api_version, ctx.client_id, self.svc.clock.now_ms())
+        refusal = self._refusal(req.topics, seen)
+        if refusal is not None:
+            return messages.CreateTopicsResponse(throttle_time=quota.throttle_time(), topics=tuple(
+                _err(t.name, ErrorCode.policy_violation, refusal) for t in req.topics))
         for t in req.topics:
             if seen[t.name] > 1:
                 results.append(_err(t.name, ErrorCode.invalid_request,
@@ -39,7 +44,31 @@ class CreateTopicsHandler:
             results.append(self._create(t, req.validate_only, quota))
         return messages.CreateTopicsResponse(throttle_time=quota.throttle_time(), topics=tuple(results))
 
-    def _create(self, t: Any, validate_only: bool, quota: MutationQuota) -> messages.CreatableTopicResult:
+    def _refusal(self, topics: Any, seen: dict[str, int]) -> str | None:
+        """Kafka's controller limits on the whole request (controller_limits): the message every
+        topic gets, or None."""
+        default = int(self.svc.config["num.partitions"])
+        if controller_limits.requested_partitions(topics, default) > controller_limits.MAX_PARTITIONS_PER_REQUEST:
+            return controller_limits.TOO_MANY_PARTITIONS_MESSAGE
+        records = sum(self._records(t) for t in topics if seen[t.name] == 1)
+        if records > controller_limits.MAX_RECORDS_PER_USER_OP:
+            return controller_limits.EXCESSIVE_BATCH_MESSAGE
+        return None
+
+    def _records(self, t: Any) -> int:
+        """The metadata records Kafka's controller would write for this topic (0 if it fails)."""
+        shape = self._shape(t)
+        if isinstance(shape, messages.CreatableTopicResult):
+            return 0
+        configs = {c.name: c.value for c in t.configs}
+        try:
+            self.svc.logs.create_topic(t.name, shape, configs, now_ms=self.svc.clock.now_ms(), validate_only=True)
+        except TopicError:
+            return 0
+        return controller_limits.topic_records(shape, len(configs))
+
+    def _shape(self, t: Any) -> int | messages.CreatableTopicResult:
+        """The topic's partition count, or the error its assignment or replication factor gets."""
         cfg = self.svc.config
         if t.assignments:
             partitions = len(t.assignments)
@@ -56,6 +85,14 @@ class CreateTopicsHandler:
             return _err(t.name, ErrorCode.invalid_replication_factor,
                         f"Unable to replicate the partition {replication} time(s): The target replication "
                         f"factor of {replication} cannot be reached because only 1 broker(s) are registered.")
+        return partitions
+
+    def _create(self, t: Any, validate_only: bool, quota: MutationQuota) -> messages.CreatableTopicResult:
+        shape = self._shape(t)
+        if isinstance(shape, messages.CreatableTopicResult):
+            return shape
+        partitions = shape
+        replication = 1
         configs = {c.name: c.value for c in t.configs}
         try:
             if quota.applies:
