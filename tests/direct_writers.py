@@ -14,10 +14,8 @@ def generic(api_key: int, version: int, correlation_id: int, response: Any) -> b
     return codec.encode_response(api_key, version, correlation_id, versions.downgrade(response, version))
 
 
-def assert_writes_like_kio(api_key: int, writer: Callable[[int, int, Any], list[Any] | None], version: int,
+def assert_writes_like_kio(api_key: int, writer: Callable[[int, int, Any], bytes | None], version: int,
                            correlation_id: int, response: Any) -> None:
     expected = generic(api_key, version, correlation_id, response)
-    parts = writer(version, correlation_id, response)
-    assert parts is not None
-    assert b"".join(parts) == expected
+    assert writer(version, correlation_id, response) == expected
     assert codec.encode_answer(api_key, version, correlation_id, response) == expected

@@ -66,11 +66,11 @@ def unsupported_api_versions_response(correlation_id: int) -> bytes:
 
 
 class Answer(NamedTuple):
-    """One request's encoded response as a list of buffers, one frame (None: none is sent,
-    acks=0) and the time its connection stays muted for a quota (delay_first: hold the response
-    itself back for that long, for clients too old to wait on their own)."""
+    """One request's encoded response (None: none is sent, acks=0) and the time its connection
+    stays muted for a quota (delay_first: hold the response itself back for that long, for
+    clients too old to wait on their own)."""
 
-    data: list[Any] | None
+    data: bytes | None
     throttle_ms: int = 0
     delay_first: bool = False
 
@@ -82,7 +82,7 @@ async def dispatch(registry: HandlerRegistry, frame: bytes, conn_id: int, peer: 
         req = codec.decode_request(frame, registry.served)
     except UnsupportedVersion as exc:
         if exc.api_key == codec.API_VERSIONS_KEY:
-            return Answer([unsupported_api_versions_response(exc.correlation_id)])  # KIP-511: negotiation
+            return Answer(unsupported_api_versions_response(exc.correlation_id))  # KIP-511: negotiation
         _warn_unsupported(registry, client, exc, conn_id, peer, codec.peek_client_id(frame))
         raise CloseConnection(str(exc)) from None
     except FramingError as exc:
@@ -116,7 +116,7 @@ async def dispatch(registry: HandlerRegistry, frame: bytes, conn_id: int, peer: 
         assert throttler is not None
         started = time.perf_counter_ns()
         data = _encode(req, response)
-        done = throttler.finish(req.api_key, req.client_id, len(frame), response, sum(map(len, data or ())),
+        done = throttler.finish(req.api_key, req.client_id, len(frame), response, len(data or b""),
                                 busy_ns + time.perf_counter_ns() - started)
         throttle_ms = done.throttle_ms
         if done.response is not response:
@@ -126,10 +126,10 @@ async def dispatch(registry: HandlerRegistry, frame: bytes, conn_id: int, peer: 
     return Answer(data, throttle_ms, throttle_ms > 0 and not client_throttles(req.api_key, req.api_version))
 
 
-def _encode(req: Any, response: Any) -> list[Any] | None:
+def _encode(req: Any, response: Any) -> bytes | None:
     if response is None:
         return None
-    return codec.encode_answer_parts(req.api_key, req.api_version, req.correlation_id, response)
+    return codec.encode_answer(req.api_key, req.api_version, req.correlation_id, response)
 
 
 def _warn_unsupported(registry: HandlerRegistry, client: ClientInfo, exc: UnsupportedVersion, conn_id: int,

@@ -26,9 +26,8 @@ from minikafka.protocol.produce_response import encode_produce_response
 
 API_VERSIONS_KEY = 18
 # Answers written without kio, byte for byte what kio writes (each module's test checks it):
-# api key -> (version, correlation id, canonical answer) -> the frame as a list of buffers (the
-# size prefix first), or None for kio to write it.
-DIRECT_WRITERS: dict[int, Callable[[int, int, Any], list[Any] | None]] = {
+# api key -> (version, correlation id, canonical answer) -> the frame, or None for kio to write it.
+DIRECT_WRITERS: dict[int, Callable[[int, int, Any], bytes | None]] = {
     0: encode_produce_response,
     1: encode_fetch_response,
     3: encode_metadata_response,
@@ -317,22 +316,16 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: A
     return bytes(data)
 
 
-def encode_answer_parts(api_key: int, api_version: int, correlation_id: int, canonical: Any) -> list[Any]:
+def encode_answer(api_key: int, api_version: int, correlation_id: int, canonical: Any) -> bytes:
     """Size prefix + response header + body of a handler's answer (the canonical version's
-    shape) in api_version, as a list of buffers: downgraded and written by kio, or by an API's
-    own writer where one exists and takes it (DIRECT_WRITERS; a Fetch answer's record batches
-    are passed as read, and copied only once, when the connection joins the frame)."""
+    shape) in api_version: downgraded and written by kio, or by an API's own writer where one
+    exists and takes it (DIRECT_WRITERS)."""
     direct = DIRECT_WRITERS.get(api_key)
     if direct is not None:
-        parts = direct(api_version, correlation_id, canonical)
-        if parts is not None:
-            return parts
-    return [encode_response(api_key, api_version, correlation_id, versions.downgrade(canonical, api_version))]
-
-
-def encode_answer(api_key: int, api_version: int, correlation_id: int, canonical: Any) -> bytes:
-    """encode_answer_parts as one bytes object."""
-    return b"".join(encode_answer_parts(api_key, api_version, correlation_id, canonical))
+        data = direct(api_version, correlation_id, canonical)
+        if data is not None:
+            return data
+    return encode_response(api_key, api_version, correlation_id, versions.downgrade(canonical, api_version))
 
 
 def encode_request(api_version: int, correlation_id: int, client_id: str | None, body: Any) -> bytes:

@@ -4,8 +4,8 @@ byte for byte what downgrading it and encoding it with kio gives.
 Why: a Fetch answer carries up to max_bytes of record batches read from a segment. kio writes
 them into a BytesIO that grows by copying, and the frame is copied once more into bytes: at
 catch-up rates that was ~0.8 ms of copying per MB (py-spy and cProfile, read_committed catch-up,
-issue 17), more than reading the file. Here the records buffer is passed through untouched and
-the connection joins the parts once (broker/connection.py says why not a gathered write). Anything this writer does not
+issue 17), more than reading the file. Here the records buffer is joined into the frame once
+(handing the parts to uvloop's writelines() instead stalled ~1 MB answers). Anything this writer does not
 handle (tagged fields set: a diverging epoch, a current leader, a snapshot id) returns None and
 takes the generic path. A unit test compares the two writers over generated responses.
 """
@@ -35,9 +35,9 @@ def _defaults(p: Any) -> bool:
             and s.end_offset == -1 and s.epoch == -1)
 
 
-def encode_fetch_response(version: int, correlation_id: int, response: Any) -> list[Any] | None:
-    """[size prefix, header + fields, records, fields, records, ...] of `response` (the canonical
-    v12 entity) in `version`, or None when the generic writer must do it."""
+def encode_fetch_response(version: int, correlation_id: int, response: Any) -> bytes | None:
+    """Size prefix + header + body of `response` (the canonical v12 entity) in `version`, or None
+    when the generic writer must do it."""
     if not MIN_VERSION <= version <= MAX_VERSION:
         return None
     flexible = version >= FIRST_FLEXIBLE
@@ -91,4 +91,4 @@ def encode_fetch_response(version: int, correlation_id: int, response: Any) -> l
         head.append(b"\x00")
     parts.append(b"".join(head))
     size = sum(len(x) for x in parts)
-    return [w.I32.pack(size), *parts]
+    return b"".join([w.I32.pack(size), *parts])

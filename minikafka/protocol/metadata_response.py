@@ -59,8 +59,8 @@ def _partitions(parts: Any, version: int, flexible: bool) -> bytes:
     return data
 
 
-def encode_metadata_response(version: int, correlation_id: int, response: Any) -> list[bytes] | None:
-    """[size prefix, header + body] of `response` (the canonical v12 entity) in `version`, or None
+def encode_metadata_response(version: int, correlation_id: int, response: Any) -> bytes | None:
+    """Size prefix + header + body of `response` (the canonical v12 entity) in `version`, or None
     when the generic writer must do it."""
     if not MIN_VERSION <= version <= MAX_VERSION or hasattr(response, "cluster_authorized_operations"):
         return None
@@ -106,4 +106,4 @@ def encode_metadata_response(version: int, correlation_id: int, response: Any) -
     if flexible:
         out.append(b"\x00")
     data = b"".join(out)
-    return [_I32.pack(len(data)), data]
+    return _I32.pack(len(data)) + data

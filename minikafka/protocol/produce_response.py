@@ -32,8 +32,8 @@ def _millis(dt: Any) -> int:
     return -1 if dt is None else round(dt.timestamp() * 1000)
 
 
-def encode_produce_response(version: int, correlation_id: int, response: Any) -> list[bytes] | None:
-    """[size prefix, header + body] of `response` (the canonical v11 entity) in `version`, or None
+def encode_produce_response(version: int, correlation_id: int, response: Any) -> bytes | None:
+    """Size prefix + header + body of `response` (the canonical v11 entity) in `version`, or None
     when the generic writer must do it."""
     if not MIN_VERSION <= version <= MAX_VERSION or response.node_endpoints:
         return None
@@ -72,4 +72,4 @@ def encode_produce_response(version: int, correlation_id: int, response: Any) ->
     if flexible:
         out.append(b"\x00")
     data = b"".join(out)
-    return [_I32.pack(len(data)), data]
+    return _I32.pack(len(data)) + data

@@ -1,5 +1,5 @@
 """Small writers of Kafka's wire primitives, for the responses minikafka writes without kio
-(produce_response, fetch_response). Each returns bytes to be joined or gathered by the caller."""
+(produce_response, fetch_response, metadata_response). Each returns bytes the caller joins."""
 
 from __future__ import annotations
 
