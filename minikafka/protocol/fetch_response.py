@@ -1,5 +1,6 @@
-"""Fetch responses (v4-v12) written straight from the canonical response as a list of buffers,
-byte for byte what downgrading it and encoding it with kio gives.
+"""Fetch responses (v4-v18) written straight from the handler's answer, byte for byte what
+downgrading it and encoding it with kio gives. v4-v12 answers name topics (the handler's own v12
+shape), v13+ answers give topic ids (the v18 shape the topic-id door makes, broker/topic_ids.py).
 
 Why: a Fetch answer carries up to max_bytes of record batches read from a segment. kio writes
 them into a BytesIO that grows by copying, and the frame is copied once more into bytes: at
@@ -17,8 +18,10 @@ from typing import Any
 
 from minikafka.protocol import wire_write as w
 
-MIN_VERSION, MAX_VERSION = 4, 12
+MIN_VERSION, MAX_VERSION = 4, 18
 FIRST_FLEXIBLE = 12
+FIRST_BY_ID = 13
+_ZERO_ID = bytes(16)
 
 # partition index, error code, high watermark, last stable offset
 _PARTITION_V4 = struct.Struct(">ihqq")
@@ -28,7 +31,7 @@ _ABORTED = struct.Struct(">qq")
 _TOP_V7 = struct.Struct(">ihi")  # throttle time, error code, session id
 
 
-def _defaults(p: Any) -> bool:
+def tagged_fields_default(p: Any) -> bool:
     """True when no tagged field of the partition would be written."""
     d, c, s = p.diverging_epoch, p.current_leader, p.snapshot_id
     return (d.epoch == -1 and d.end_offset == -1 and c.leader_id == -1 and c.leader_epoch == -1
@@ -36,10 +39,13 @@ def _defaults(p: Any) -> bool:
 
 
 def encode_fetch_response(version: int, correlation_id: int, response: Any) -> bytes | None:
-    """Size prefix + header + body of `response` (the canonical v12 entity) in `version`, or None
-    when the generic writer must do it."""
+    """Size prefix + header + body of `response` in `version`, or None when the generic writer must
+    do it. `response` is a v12 entity (topic names) for v4-v12, a v18 one (topic ids) for v13+."""
     if not MIN_VERSION <= version <= MAX_VERSION:
         return None
+    by_id = version >= FIRST_BY_ID
+    if by_id and getattr(response, "node_endpoints", ()):
+        return None  # v16+'s tagged leader endpoints: never set on one node, kio writes them
     flexible = version >= FIRST_FLEXIBLE
     throttle_ms = round(response.throttle_time.total_seconds() * 1000)
     head = [w.I32.pack(correlation_id)]
@@ -52,10 +58,13 @@ def encode_fetch_response(version: int, correlation_id: int, response: Any) -> b
     head.append(w.array_length(len(response.responses), flexible))
     parts: list[Any] = []
     for topic in response.responses:
-        head.append(w.string(topic.topic, flexible))
+        if by_id:  # kio reads the all-zero id as None and writes None as it
+            head.append(_ZERO_ID if topic.topic_id is None else topic.topic_id.bytes)
+        else:
+            head.append(w.string(topic.topic, flexible))
         head.append(w.array_length(len(topic.partitions), flexible))
         for p in topic.partitions:
-            if flexible and not _defaults(p):
+            if flexible and not tagged_fields_default(p):
                 return None
             if version >= 5:
                 head.append(_PARTITION_V5.pack(p.partition_index, p.error_code, p.high_watermark,

@@ -1,4 +1,4 @@
-"""Metadata responses (v0-v12) written straight from the canonical response, byte for byte what
+"""Metadata responses (v0-v13) written straight from the canonical response, byte for byte what
 downgrading it and encoding it with kio gives, with each partition list encoded once.
 
 Why: Metadata for all topics is what every client asks first and again on every refresh, and its
@@ -18,7 +18,7 @@ from typing import Any
 
 from minikafka.protocol import wire_write as w
 
-MIN_VERSION, MAX_VERSION = 0, 12
+MIN_VERSION, MAX_VERSION = 0, 13
 FIRST_FLEXIBLE = 9
 INT32_MIN = -(2**31)
 
@@ -60,7 +60,7 @@ def _partitions(parts: Any, version: int, flexible: bool) -> bytes:
 
 
 def encode_metadata_response(version: int, correlation_id: int, response: Any) -> bytes | None:
-    """Size prefix + header + body of `response` (the canonical v12 entity) in `version`, or None
+    """Size prefix + header + body of `response` (the canonical v13 entity) in `version`, or None
     when the generic writer must do it."""
     if not MIN_VERSION <= version <= MAX_VERSION or hasattr(response, "cluster_authorized_operations"):
         return None
@@ -103,6 +103,8 @@ def encode_metadata_response(version: int, correlation_id: int, response: Any) -
             out.append(b"\x00")
     if 8 <= version <= 10:
         out.append(_I32.pack(INT32_MIN))  # cluster_authorized_operations: not asked for
+    if version >= 13:
+        out.append(w.I16.pack(response.error_code))
     if flexible:
         out.append(b"\x00")
     data = b"".join(out)

@@ -74,6 +74,7 @@ class LogManager:
         self.topic_defaults = dict(topic_defaults)
         self._parse_topic_config = topic_config_parser
         self.topics: dict[str, TopicInfo] = {}
+        self._names_by_id: dict[uuid.UUID, str] = {}  # topic_by_id's index, rebuilt when stale
         self.logs: dict[TopicPartition, PartitionLog] = {}
         self.cluster_id = cluster_id or ""
         self.clean_startup = False
@@ -350,10 +351,17 @@ class LogManager:
                     plog.config = cfg
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
-        for info in self.topics.values():
-            if info.topic_id == topic_id:
-                return info
-        return None
+        """The topic with this id. Fetch v13+ asks for every topic of every request by id, so the
+        answer comes from an index (id -> name) checked against `topics` on each use: an entry
+        left by a deleted or re-created topic is caught there and the index rebuilt, so the places
+        that change `topics` need not keep it."""
+        name = self._names_by_id.get(topic_id)
+        info = None if name is None else self.topics.get(name)
+        if info is not None and info.topic_id == topic_id:
+            return info
+        self._names_by_id = {t.topic_id: t.name for t in self.topics.values()}
+        name = self._names_by_id.get(topic_id)
+        return None if name is None else self.topics.get(name)
 
     def get(self, tp: TopicPartition) -> PartitionLog | None:
         return self.logs.get(tp)

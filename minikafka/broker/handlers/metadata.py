@@ -62,8 +62,10 @@ class MetadataHandler:
         cfg = self.svc.config
         broker = messages.MetadataResponseBroker(node_id=self.svc.node_id, host=cfg.advertised_host,
                                         port=cfg.advertised_port, rack=None)
+        # v13's top-level error code (KIP-1102) is for REBOOTSTRAP_REQUIRED, which one node never asks.
         response = messages.MetadataResponse(throttle_time=ZERO_MS, brokers=(broker,), cluster_id=self.svc.cluster_id,
-                                             controller_id=self.svc.node_id, topics=tuple(topics))
+                                             controller_id=self.svc.node_id, topics=tuple(topics),
+                                             error_code=ErrorCode.none)
         if getattr(ctx.sent, "include_cluster_authorized_operations", False):
             # v8-10 only (the field left Metadata in v11): answered in the client's version's shape,
             # which the dispatcher passes through unchanged.

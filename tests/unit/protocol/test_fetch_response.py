@@ -1,6 +1,6 @@
-"""The Fetch response writer gives the same bytes as downgrading the canonical response and
-encoding it with kio, for every version served and any response minikafka can give; the record
-batches are passed through as the same buffer, not copied."""
+"""The Fetch response writer gives the same bytes as downgrading the handler's answer and
+encoding it with kio, for every version served and any response minikafka can give: v4-v12 from
+the by-name (v12) answer, v13-v18 from the by-id (v18) answer the topic-id door makes."""
 
 from __future__ import annotations
 
@@ -19,12 +19,16 @@ from kio.schema.fetch.v12.response import (
     LeaderIdAndEpoch,
     PartitionData,
 )
+from kio.schema.fetch.v18.response import AbortedTransaction as AbortedTransactionById
+from kio.schema.fetch.v18.response import FetchableTopicResponse as FetchableTopicResponseById
+from kio.schema.fetch.v18.response import FetchResponse as FetchResponseById
+from kio.schema.fetch.v18.response import PartitionData as PartitionDataById
 from kio.static.primitive import i32, i32Timedelta, i64
 
 from direct_writers import assert_writes_like_kio, generic
 
 from minikafka.protocol import codec
-from minikafka.protocol.fetch_response import MAX_VERSION, MIN_VERSION, encode_fetch_response
+from minikafka.protocol.fetch_response import FIRST_BY_ID, MAX_VERSION, MIN_VERSION, encode_fetch_response
 
 pytestmark = pytest.mark.unit
 
@@ -52,10 +56,35 @@ responses = st.builds(
                        max_size=3).map(tuple),
 )
 
+partitions_by_id = partitions.map(lambda p: PartitionDataById(
+    partition_index=p.partition_index, error_code=p.error_code, high_watermark=p.high_watermark,
+    last_stable_offset=p.last_stable_offset, log_start_offset=p.log_start_offset,
+    aborted_transactions=None if p.aborted_transactions is None else tuple(
+        AbortedTransactionById(producer_id=a.producer_id, first_offset=a.first_offset) for a in p.aborted_transactions),
+    preferred_read_replica=p.preferred_read_replica, records=p.records))
+topic_ids = st.one_of(st.none(), st.uuids())  # kio reads the all-zero id as None
+responses_by_id = st.builds(
+    FetchResponseById,
+    throttle_time=st.integers(0, 100_000).map(lambda n: i32Timedelta.parse(datetime.timedelta(milliseconds=n))),
+    error_code=st.sampled_from([ErrorCode.none, ErrorCode.invalid_request]),
+    session_id=st.integers(0, 2**31 - 1).map(i32),
+    responses=st.lists(st.builds(FetchableTopicResponseById, topic_id=topic_ids,
+                                 partitions=st.lists(partitions_by_id, max_size=4).map(tuple)),
+                       max_size=3).map(tuple),
+)
+
 
 @settings(max_examples=300, deadline=None)
-@given(response=responses, version=st.integers(MIN_VERSION, MAX_VERSION), correlation_id=st.integers(0, 2**31 - 1))
+@given(response=responses, version=st.integers(MIN_VERSION, FIRST_BY_ID - 1), correlation_id=st.integers(0, 2**31 - 1))
 def test_same_bytes_as_the_generic_writer(response: FetchResponse, version: int, correlation_id: int) -> None:
+    assert_writes_like_kio(1, encode_fetch_response, version, correlation_id, response)
+
+
+@settings(max_examples=300, deadline=None)
+@given(response=responses_by_id, version=st.integers(FIRST_BY_ID, MAX_VERSION),
+       correlation_id=st.integers(0, 2**31 - 1))
+def test_same_bytes_as_the_generic_writer_by_topic_id(response: FetchResponseById, version: int,
+                                                      correlation_id: int) -> None:
     assert_writes_like_kio(1, encode_fetch_response, version, correlation_id, response)
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
-from kio.schema.metadata.v12.response import (
+from kio.schema.metadata.v13.response import (
     MetadataResponse,
     MetadataResponseBroker,
     MetadataResponsePartition,
@@ -56,6 +56,7 @@ responses = st.builds(
     cluster_id=st.one_of(st.none(), st.text(min_size=1, max_size=22)),
     controller_id=st.integers(-1, 9).map(i32),
     topics=st.lists(topics, max_size=4).map(tuple),
+    error_code=st.sampled_from([ErrorCode.none, ErrorCode.rebootstrap_required]),
 )
 
 
@@ -69,8 +70,10 @@ def test_same_bytes_as_the_generic_writer(response: MetadataResponse, version: i
 def test_null_topic_name_below_v12_and_cluster_operations_take_the_generic_path() -> None:
     unnamed = MetadataResponseTopic(error_code=ErrorCode.unknown_topic_id, name=None, topic_id=uuid.uuid4(),
                                     partitions=())
-    resp = MetadataResponse(throttle_time=i32Timedelta.parse(datetime.timedelta(0)), brokers=(), topics=(unnamed,))
+    resp = MetadataResponse(throttle_time=i32Timedelta.parse(datetime.timedelta(0)), brokers=(), topics=(unnamed,),
+                            error_code=ErrorCode.none)
     assert encode_metadata_response(11, 1, resp) is None
     assert encode_metadata_response(12, 1, resp) is not None
-    v8 = versions.downgrade(resp.__class__(throttle_time=resp.throttle_time, brokers=(), topics=()), 8)
+    v8 = versions.downgrade(resp.__class__(throttle_time=resp.throttle_time, brokers=(), topics=(),
+                                            error_code=ErrorCode.none), 8)
     assert encode_metadata_response(8, 1, v8) is None
