@@ -43,7 +43,7 @@ SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
     12: VersionRange(0, 4),    # Heartbeat
     13: VersionRange(0, 5),    # LeaveGroup
     14: VersionRange(0, 5),    # SyncGroup
-    15: VersionRange(0, 5),    # DescribeGroups
+    15: VersionRange(0, 6),    # DescribeGroups
     16: VersionRange(0, 5),    # ListGroups
     18: VersionRange(0, 4),    # ApiVersions
     19: VersionRange(2, 7),    # CreateTopics
@@ -73,10 +73,10 @@ SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
     49: VersionRange(0, 1),    # AlterClientQuotas
     50: VersionRange(0, 0),    # DescribeUserScramCredentials
     51: VersionRange(0, 0),    # AlterUserScramCredentials
-    60: VersionRange(0, 1),    # DescribeCluster
+    60: VersionRange(0, 2),    # DescribeCluster
     61: VersionRange(0, 0),    # DescribeProducers
     65: VersionRange(0, 0),    # DescribeTransactions
-    66: VersionRange(0, 1),    # ListTransactions
+    66: VersionRange(0, 2),    # ListTransactions
 })
 
 # APIs whose newer versions name topics by id only (KIP-516) while their handlers work by name: the

@@ -1,4 +1,5 @@
-"""DescribeCluster (API 60): the single broker, which is also the controller."""
+"""DescribeCluster (API 60): the single broker, which is also the controller. v2's
+include_fenced_brokers changes nothing here: the one broker is never fenced."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ class DescribeClusterHandler:
             throttle_time=ZERO_MS, error_code=ErrorCode.none, cluster_id=self.svc.cluster_id,
             controller_id=self.svc.node_id, endpoint_type=req.endpoint_type,
             brokers=(messages.DescribeClusterBroker(broker_id=self.svc.node_id, host=cfg.advertised_host,
-                                           port=cfg.advertised_port, rack=None),),
+                                           port=cfg.advertised_port, rack=None, is_fenced=False),),
             cluster_authorized_operations=authorized_operations.answer(
                 bool(req.include_cluster_authorized_operations), authorized_operations.CLUSTER),
         )

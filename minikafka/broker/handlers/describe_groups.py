@@ -1,7 +1,9 @@
 """DescribeGroups (API 15): state, protocol and members of classic groups.
 
 Kafka: KafkaApis.handleDescribeGroupsRequest, ClassicGroup.describe: member metadata and
-assignments only in Stable; an unknown group is described as Dead with no error (v0-5).
+assignments only in Stable. A group that does not exist (the empty id too) is described as Dead:
+with no error up to v5, with GROUP_ID_NOT_FOUND and a message from v6 (KIP-1043), as Kafka 4.3.1
+answers both.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import ZERO_MS
 
-
+NOT_FOUND_SINCE = 6  # DescribeGroups v6 (KIP-1043): a missing group is an error, with a message
 
 @dataclass(frozen=True, slots=True)
 class DescribeGroupsHandler:
@@ -28,14 +30,16 @@ class DescribeGroupsHandler:
 
     async def __call__(self, ctx: RequestContext, req: Any) -> messages.DescribeGroupsResponse:
         return messages.DescribeGroupsResponse(throttle_time=ZERO_MS, groups=tuple(
-            self._describe(g, bool(req.include_authorized_operations)) for g in req.groups))
+            self._describe(g, bool(req.include_authorized_operations), ctx.api_version) for g in req.groups))
 
-    def _describe(self, group_id: str, asked_for_operations: bool) -> messages.DescribedGroup:
+    def _describe(self, group_id: str, asked_for_operations: bool, version: int) -> messages.DescribedGroup:
         ops = authorized_operations.answer(asked_for_operations, authorized_operations.GROUP)
-        if not group_id:
-            return messages.DescribedGroup(error_code=ErrorCode.invalid_group_id, group_id=group_id, group_state="",
-                                  protocol_type="", protocol_data="", members=())
-        g = self.groups.describe_group(group_id)
+        g = self.groups.describe_group(group_id) if group_id else None
+        if g is None and version >= NOT_FOUND_SINCE:
+            return messages.DescribedGroup(error_code=ErrorCode.group_id_not_found,
+                                           error_message=f"Group {group_id} not found.", group_id=group_id,
+                                           group_state=GroupState.DEAD.value, protocol_type="", protocol_data="",
+                                           members=())
         if g is None:
             return messages.DescribedGroup(error_code=ErrorCode.none, group_id=group_id, group_state=GroupState.DEAD.value,
                                   protocol_type="", protocol_data="", members=(),

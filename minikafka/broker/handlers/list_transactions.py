@@ -1,7 +1,16 @@
-"""ListTransactions (API 66, KIP-664; v1 adds KIP-994's duration filter)."""
+"""ListTransactions (API 66, KIP-664; v1 adds KIP-994's duration filter, v2 KIP-1152's
+transactional id pattern).
+
+The pattern is a Java regular expression that must match the whole id (Pattern.matches), and an
+empty or null one lists every transaction, as Kafka 4.3.1 answers; one that does not compile is
+INVALID_REGULAR_EXPRESSION. Python's `re` stands in for java.util.regex: the two agree on the
+common syntax (classes, quantifiers, groups, (?i)); the Java-only constructs (\\p{Alpha} and the
+like) are refused here where Kafka would take them.
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -22,6 +31,14 @@ class ListTransactionsHandler:
 
     async def __call__(self, ctx: RequestContext, req: Any) -> messages.ListTransactionsResponse:
         assert self.svc.txn is not None
+        pattern = None
+        if req.transactional_id_pattern:
+            try:
+                pattern = re.compile(req.transactional_id_pattern)
+            except re.error:
+                return messages.ListTransactionsResponse(throttle_time=ZERO_MS,
+                                                         error_code=ErrorCode.invalid_regular_expression,
+                                                         unknown_state_filters=(), transaction_states=())
         unknown = tuple(s for s in req.state_filters if s not in STATE_NAMES)
         states = {STATE_NAMES[s] for s in req.state_filters if s in STATE_NAMES}
         pids = set(req.producer_id_filters)
@@ -31,6 +48,8 @@ class ListTransactionsHandler:
             if req.state_filters and meta.state not in states:
                 continue
             if pids and meta.producer_id not in pids:
+                continue
+            if pattern is not None and pattern.fullmatch(meta.transactional_id) is None:
                 continue
             if req.duration_filter >= 0 and now - meta.start_ms < req.duration_filter:
                 continue
