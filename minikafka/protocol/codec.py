@@ -172,7 +172,21 @@ def _nullable(annotation: Any) -> bool:
 def _value_walker(kafka_type: str | None, entity: type[Any] | None, flexible: bool, name: str,
                   nullable: bool) -> Any:
     if entity is not None:
-        return _bounds_checker(entity)
+        walk = _bounds_checker(entity)
+        if not nullable:
+            return walk
+
+        def nullable_struct(buf: bytes, pos: int, out: bytearray | None = None) -> int:
+            # A nullable struct (DescribeTopicPartitions' cursor) is an int8 marker first: -1 null, 1 present.
+            end = _skip(buf, pos, 1)
+            marker = buf[pos]
+            if marker not in (0x01, 0xFF):
+                raise FramingError(f"nullable field {name} has marker {marker}")
+            if out is not None:
+                out += buf[pos:end]
+            return end if marker == 0xFF else walk(buf, end, out)
+
+        return nullable_struct
     assert kafka_type is not None
     size = _FIXED_SIZE.get(kafka_type)
     wide = kafka_type in ("bytes", "records")

@@ -64,6 +64,10 @@ _CLASSES: dict[str, tuple[str, str]] = {
     "DescribeLogDirsTopic": ("kio.schema.describe_log_dirs.v5.response", "DescribeLogDirsTopic"),
     "DescribeProducersPartitionResponse": ("kio.schema.describe_producers.v0.response", "PartitionResponse"),
     "DescribeProducersResponse": ("kio.schema.describe_producers.v0.response", "DescribeProducersResponse"),
+    "DescribeTopicPartitionsCursor": ("kio.schema.describe_topic_partitions.v0.response", "Cursor"),
+    "DescribeTopicPartitionsPartition": ("kio.schema.describe_topic_partitions.v0.response", "DescribeTopicPartitionsResponsePartition"),
+    "DescribeTopicPartitionsResponse": ("kio.schema.describe_topic_partitions.v0.response", "DescribeTopicPartitionsResponse"),
+    "DescribeTopicPartitionsTopic": ("kio.schema.describe_topic_partitions.v0.response", "DescribeTopicPartitionsResponseTopic"),
     "DescribeProducersTopicResponse": ("kio.schema.describe_producers.v0.response", "TopicResponse"),
     "DescribeTransactionsResponse": ("kio.schema.describe_transactions.v0.response", "DescribeTransactionsResponse"),
     "DescribeUserScramCredentialInfo": ("kio.schema.describe_user_scram_credentials.v0.response", "CredentialInfo"),
@@ -177,6 +181,7 @@ CANONICAL_NAMES: dict[int, str] = {
     61: "DescribeProducersResponse",
     65: "DescribeTransactionsResponse",
     66: "ListTransactionsResponse",
+    75: "DescribeTopicPartitionsResponse",
 }
 
 

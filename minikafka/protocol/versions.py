@@ -77,6 +77,7 @@ SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
     61: VersionRange(0, 0),    # DescribeProducers
     65: VersionRange(0, 0),    # DescribeTransactions
     66: VersionRange(0, 2),    # ListTransactions
+    75: VersionRange(0, 0),    # DescribeTopicPartitions (KIP-966)
 })
 
 # APIs whose newer versions name topics by id only (KIP-516) while their handlers work by name: the

@@ -31,11 +31,11 @@ def test_unsupported_version_is_one_warning_naming_the_client(broker_factory) ->
     broker = broker_factory()
     with RawClient.connect(broker.bootstrap, client_id="shop-app") as c:
         assert int(c.request(api_versions_v3(), 3).error_code) == 0
-        c.send_frame(request_header(1, 13, 7, client_id=b"shop-app", flexible=True) + b"\x00" * 32)  # Fetch v13
+        c.send_frame(request_header(1, 19, 7, client_id=b"shop-app", flexible=True) + b"\x00" * 32)  # Fetch v19
         with pytest.raises(ConnectionClosed):
             c.recv_frame(timeout=5)
     (line,) = _wait_for(lambda: _warnings(broker.log_path))
-    for field in ("api=Fetch", "api_version=13", "served=4-12", "client_id=shop-app",
+    for field in ("api=Fetch", "api_version=19", "served=4-18", "client_id=shop-app",
                   "client_software_name=rawclient", "client_software_version=1.0"):
         assert field in line, (field, line)
     # An API the broker does not serve at all, from a client that never sent ApiVersions.

@@ -319,3 +319,22 @@ def test_unknown_tagged_field_longer_than_the_frame_is_a_framing_error() -> None
     bad = frame[:-1] + bytes([1, 9, 100]) + b"\x00" * 3  # claims 100 bytes, has 3
     with pytest.raises(FramingError):
         codec.decode_request(bad, SERVED)
+
+
+def test_nullable_struct_marker_is_checked() -> None:
+    """DescribeTopicPartitions' cursor is a nullable struct: an int8 marker (-1 null, 1 present)
+    before its fields. Both decode; any other marker is a malformed frame."""
+    from kio.schema.describe_topic_partitions.v0.request import Cursor, DescribeTopicPartitionsRequest, TopicRequest
+
+    served = {75: versions.VersionRange(0, 0)}
+    for cursor in (None, Cursor(topic_name="t", partition_index=3)):
+        body = DescribeTopicPartitionsRequest(topics=(TopicRequest(name="t"),), response_partition_limit=5,
+                                              cursor=cursor)
+        frame = codec.encode_request(0, 1, "c", body)[4:]
+        assert codec.decode_request(frame, served).body == body
+    bad = bytearray(frame)
+    marker = len(bad) - 1 - 1 - 4 - 2 - 1  # back over: request tags, cursor tags, partition index, name
+    assert bad[marker] == 0x01
+    bad[marker] = 0x02
+    with pytest.raises(FramingError):
+        codec.decode_request(bytes(bad), served)
