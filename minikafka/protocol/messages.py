@@ -64,6 +64,8 @@ _CLASSES: dict[str, tuple[str, str]] = {
     "DescribeLogDirsTopic": ("kio.schema.describe_log_dirs.v5.response", "DescribeLogDirsTopic"),
     "DescribeProducersPartitionResponse": ("kio.schema.describe_producers.v0.response", "PartitionResponse"),
     "DescribeProducersResponse": ("kio.schema.describe_producers.v0.response", "DescribeProducersResponse"),
+    "ConfigResourceListed": ("kio.schema.list_config_resources.v1.response", "ConfigResource"),
+    "ListConfigResourcesResponse": ("kio.schema.list_config_resources.v1.response", "ListConfigResourcesResponse"),
     "DescribeTopicPartitionsCursor": ("kio.schema.describe_topic_partitions.v0.response", "Cursor"),
     "DescribeTopicPartitionsPartition": ("kio.schema.describe_topic_partitions.v0.response", "DescribeTopicPartitionsResponsePartition"),
     "DescribeTopicPartitionsResponse": ("kio.schema.describe_topic_partitions.v0.response", "DescribeTopicPartitionsResponse"),
@@ -181,6 +183,7 @@ CANONICAL_NAMES: dict[int, str] = {
     61: "DescribeProducersResponse",
     65: "DescribeTransactionsResponse",
     66: "ListTransactionsResponse",
+    74: "ListConfigResourcesResponse",
     75: "DescribeTopicPartitionsResponse",
 }
 

@@ -77,6 +77,7 @@ SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
     61: VersionRange(0, 0),    # DescribeProducers
     65: VersionRange(0, 0),    # DescribeTransactions
     66: VersionRange(0, 2),    # ListTransactions
+    74: VersionRange(0, 1),    # ListConfigResources (KIP-1142; v0 was ListClientMetricsResources)
     75: VersionRange(0, 0),    # DescribeTopicPartitions (KIP-966)
 })
 

@@ -27,6 +27,10 @@ class DynamicConfigStore:
                 log.warning("dynamic_configs_unreadable", path=str(path), reason=str(exc),
                             hint="the overrides in this file are lost; set them again")
 
+    def names(self) -> list[str]:
+        """The resources that have overrides, sorted."""
+        return sorted(self._configs)
+
     def get(self, resource: str) -> dict[str, str]:
         return dict(self._configs.get(resource, {}))
 

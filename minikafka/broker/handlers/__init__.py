@@ -54,6 +54,7 @@ ADMIN = (
     (49, "alter_client_quotas", "AlterClientQuotasHandler", SVC),
     (50, "describe_user_scram_credentials", "DescribeUserScramCredentialsHandler", SVC),
     (51, "alter_user_scram_credentials", "AlterUserScramCredentialsHandler", SVC),
+    (74, "list_config_resources", "ListConfigResourcesHandler", SVC),
     (75, "describe_topic_partitions", "DescribeTopicPartitionsHandler", SVC),
 )
 # The classic group coordinator's APIs (app.py sets svc.groups before building the registry).
