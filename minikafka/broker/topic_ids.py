@@ -1,17 +1,22 @@
 """The topic-id door (KIP-516): requests that name topics by id, for handlers that work by name.
 
-Fetch v13+ names each topic by its id alone. The Fetch handler reads and answers the last version
-that names topics (protocol.versions.BY_NAME_UNTIL); this door stands in front of it and, for a
-by-id version, resolves the ids to names before the handler and puts the ids back into its answer.
-Kafka does the same in one class (FetchRequest.fetchData resolves ids through the metadata cache;
-an id it cannot resolve is answered UNKNOWN_TOPIC_ID on every partition asked for, and nothing is
-read for it).
+Fetch v13+, OffsetCommit v10 and OffsetFetch v10 name each topic by its id alone. Their handlers
+read and answer the last version that names topics (protocol.versions.BY_NAME_UNTIL); this door
+stands in front of each and, for a by-id version, resolves the ids to names before the handler and
+puts the ids back into its answer. Kafka does the same in KafkaApis: an id it cannot resolve (the
+all-zero id included) is answered UNKNOWN_TOPIC_ID on every partition asked for, and the rest of
+the request goes on without it.
 
-An id this broker does not know becomes a name no topic can have (a NUL is not a legal topic
-character), so the handler finds no log under it and answers that topic like any missing one; the
-door then turns those answers into UNKNOWN_TOPIC_ID. The handler answers one topic entry per
-requested topic, in request order, so the answer's entries are matched to the request's ids by
-position (a request may name one id twice, or an unknown id twice, and each gets its own answer).
+Fetch: an unknown id becomes a name no topic can have (a NUL is not a legal topic character), so
+the handler finds no log under it and answers that topic like any missing one; the door then
+turns those answers into UNKNOWN_TOPIC_ID. The handler answers one topic entry per requested
+topic, in request order, so the answer's entries are matched to the request's ids by position (a
+request may name one id twice, and each gets its own answer).
+
+OffsetCommit and OffsetFetch: unknown ids never reach the group coordinator (a name that is no
+topic must not be committed); the door answers them itself, and maps the handler's names back to
+the ids asked for. OffsetFetch of every topic (null topics) answers the topics that exist; offsets
+left by a deleted topic have no id to answer with (Kafka deletes them with the topic).
 """
 
 from __future__ import annotations
@@ -24,45 +29,73 @@ from minikafka.broker.context import RequestContext
 from minikafka.broker.dispatch import Handler
 from minikafka.protocol import fetch_response, versions
 from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.types import ZERO_MS
 
-FETCH = 1
+FETCH, OFFSET_COMMIT, OFFSET_FETCH = 1, 8, 9
 _UNKNOWN = "\x00unknown topic id "  # + the id: a name validate_topic_name never lets a topic have
 
 
 def door(api_key: int, handler: Handler, logs: Any) -> Handler:
     """`handler` behind the topic-id door of its API, or unchanged for an API that has none."""
-    if api_key == FETCH:
-        return FetchByTopicId(handler, logs)
-    return handler
+    kind = DOORS.get(api_key)
+    return handler if kind is None else kind(handler, logs)
 
 
-class FetchByTopicId:
-    """Fetch v13-v18 (topic ids) answered by the by-name Fetch handler (v12 shape)."""
+class _Door:
+    """What every door shares: by-name versions pass through; the handler's other attributes
+    (error_response) are the handler's."""
 
-    api_key = FETCH
+    api_key: int
 
     def __init__(self, inner: Handler, logs: Any) -> None:
         self.inner = inner
-        self.logs = logs  # storage.LogManager (or anything with topic_by_id)
+        self.logs = logs  # storage.LogManager (or anything with topic_by_id and topics)
 
     async def __call__(self, ctx: RequestContext, req: Any) -> Any:
-        if not versions.by_topic_id(FETCH, ctx.api_version):
+        if not versions.by_topic_id(self.api_key, ctx.api_version):
             return await self.inner(ctx, req)
-        named = self._by_name(req)
-        answer = await self.inner(ctx, named)
-        return self._by_id(req, answer)
+        return await self.serve(ctx, req)
 
-    def __getattr__(self, name: str) -> Any:  # error_response and the like, from the handler
+    async def serve(self, ctx: RequestContext, req: Any) -> Any:
+        raise NotImplementedError
+
+    def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
         return getattr(self.inner, name)
 
+    def name_of(self, topic_id: Any) -> str | None:
+        info = None if topic_id is None else self.logs.topic_by_id(topic_id)
+        return None if info is None else info.name
+
+    def split(self, topics: Any, named: Any, ids: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+        """The request's topics whose ids are known, each made by-name by named(name, topic), and
+        those whose ids are not; `ids` learns name -> id of the known ones."""
+        known, unknown = [], []
+        for t in topics:
+            name = self.name_of(t.topic_id)
+            if name is None:
+                unknown.append(t)
+            else:
+                ids[name] = t.topic_id
+                known.append(named(name, t))
+        return known, unknown
+
+
+class FetchByTopicId(_Door):
+    """Fetch v13-v18 (topic ids) answered by the by-name Fetch handler (v12 shape)."""
+
+    api_key = FETCH
+
+    async def serve(self, ctx: RequestContext, req: Any) -> Any:
+        answer = await self.inner(ctx, self._by_name(req))
+        return self._by_id(req, answer)
+
     def _by_name(self, req: Any) -> Any:
-        request_cls, topic_cls, partition_cls = _named_request_classes()
+        request_cls, topic_cls, partition_cls = _named_request(FETCH, "topics", "partitions")
         topics = []
         for t in req.topics:
-            info = None if t.topic_id is None else self.logs.topic_by_id(t.topic_id)
-            name = info.name if info is not None else f"{_UNKNOWN}{t.topic_id}"
+            name = self.name_of(t.topic_id) or f"{_UNKNOWN}{t.topic_id}"
             topics.append(topic_cls(topic=name, partitions=_as(partition_cls, t.partitions)))
         # Forgotten topics belong to fetch sessions (KIP-227), which this broker does not keep:
         # every Fetch is answered as sessionless (session id 0) and lists all it asks for.
@@ -74,7 +107,7 @@ class FetchByTopicId:
         )
 
     def _by_id(self, req: Any, answer: Any) -> Any:
-        response_cls, topic_cls, partition_cls = _by_id_response_classes()
+        response_cls, topic_cls, partition_cls = _by_id_response(FETCH, "responses", "partitions")
         if len(answer.responses) != len(req.topics):
             # A top-level error (no topics at all): nothing to put ids into.
             return response_cls(throttle_time=answer.throttle_time, error_code=answer.error_code,
@@ -86,6 +119,78 @@ class FetchByTopicId:
             topics.append(topic_cls(topic_id=asked.topic_id, partitions=parts))
         return response_cls(throttle_time=answer.throttle_time, error_code=answer.error_code,
                             session_id=answer.session_id, responses=tuple(topics))
+
+
+class OffsetCommitByTopicId(_Door):
+    """OffsetCommit v10 (topic ids) answered by the by-name handler (v9 shape)."""
+
+    api_key = OFFSET_COMMIT
+
+    async def serve(self, ctx: RequestContext, req: Any) -> Any:
+        request_cls, topic_cls, partition_cls = _named_request(OFFSET_COMMIT, "topics", "partitions")
+        ids: dict[str, Any] = {}
+        known, unknown = self.split(
+            req.topics, lambda name, t: topic_cls(name=name, partitions=_as(partition_cls, t.partitions)), ids)
+        response_cls, answer_topic_cls, answer_partition_cls = _by_id_response(OFFSET_COMMIT, "topics", "partitions")
+        topics = []
+        throttle = ZERO_MS
+        if known:  # Kafka asks the coordinator only when some topic is left to commit
+            named = dataclasses.replace(versions.convert(dataclasses.replace(req, topics=()), request_cls),
+                                        topics=tuple(known))
+            answer = await self.inner(ctx, named)
+            throttle = answer.throttle_time
+            topics = [answer_topic_cls(topic_id=ids.get(t.name), partitions=tuple(
+                versions.convert(p, answer_partition_cls) for p in t.partitions)) for t in answer.topics]
+        topics += [answer_topic_cls(topic_id=t.topic_id, partitions=tuple(
+            answer_partition_cls(partition_index=p.partition_index, error_code=ErrorCode.unknown_topic_id)
+            for p in t.partitions)) for t in unknown]
+        return response_cls(throttle_time=throttle, topics=tuple(topics))
+
+
+class OffsetFetchByTopicId(_Door):
+    """OffsetFetch v10 (topic ids) answered by the by-name handler (v9 shape)."""
+
+    api_key = OFFSET_FETCH
+
+    async def serve(self, ctx: RequestContext, req: Any) -> Any:
+        request_cls, group_cls, topic_cls = _named_request(OFFSET_FETCH, "groups", "topics")
+        ids: dict[str, Any] = {}
+        unknown: dict[int, list[Any]] = {}  # group's position -> its topics whose ids are unknown
+        groups = []
+        for i, g in enumerate(req.groups):
+            topics = None
+            if g.topics is not None:
+                known, unknown[i] = self.split(
+                    g.topics, lambda name, t: topic_cls(name=name, partition_indexes=t.partition_indexes), ids)
+                topics = tuple(known)
+            groups.append(group_cls(group_id=g.group_id, member_id=g.member_id, member_epoch=g.member_epoch,
+                                    topics=topics))
+        answer = await self.inner(ctx, request_cls(groups=tuple(groups), require_stable=req.require_stable))
+        response_cls, answer_group_cls, answer_topic_cls, answer_partition_cls = _by_id_response(
+            OFFSET_FETCH, "groups", "topics", "partitions")
+        answered = []
+        for i, g in enumerate(answer.groups):
+            topics = []
+            for t in g.topics:
+                topic_id = ids.get(t.name)
+                if topic_id is None:  # every topic was asked for: the ones that exist have ids
+                    info = self.logs.topics.get(t.name)
+                    if info is None:
+                        continue
+                    topic_id = info.topic_id
+                topics.append(answer_topic_cls(topic_id=topic_id, partitions=tuple(
+                    versions.convert(p, answer_partition_cls) for p in t.partitions)))
+            if g.error_code == ErrorCode.none:
+                topics += [answer_topic_cls(topic_id=t.topic_id, partitions=tuple(
+                    answer_partition_cls(partition_index=p, committed_offset=-1, committed_leader_epoch=-1,
+                                         metadata="", error_code=ErrorCode.unknown_topic_id)
+                    for p in t.partition_indexes)) for t in unknown.get(i, ())]
+            answered.append(answer_group_cls(group_id=g.group_id, topics=tuple(topics), error_code=g.error_code))
+        return response_cls(throttle_time=answer.throttle_time, groups=tuple(answered))
+
+
+DOORS: dict[int, type[_Door]] = {FETCH: FetchByTopicId, OFFSET_COMMIT: OffsetCommitByTopicId,
+                                 OFFSET_FETCH: OffsetFetchByTopicId}
 
 
 def _as(cls: type[Any], entities: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -113,15 +218,20 @@ def _partition_by_id(cls: type[Any], p: Any, unknown_id: bool) -> Any:
 
 
 @functools.cache
-def _named_request_classes() -> tuple[type[Any], type[Any], type[Any]]:
-    request_cls = versions.canonical_request(FETCH)
-    topic_cls = versions.nested_class(request_cls, "topics")
-    return request_cls, topic_cls, versions.nested_class(topic_cls, "partitions")
+def _named_request(api_key: int, *path: str) -> tuple[type[Any], ...]:
+    """The handler's (by-name) request class of the API and its nested classes along `path`."""
+    return _chain(versions.canonical_request(api_key), path)
 
 
 @functools.cache
-def _by_id_response_classes() -> tuple[type[Any], type[Any], type[Any]]:
-    response_cls = versions.response_class(FETCH, versions.SUPPORTED[FETCH].max)
-    topic_cls = versions.nested_class(response_cls, "responses")
-    return response_cls, topic_cls, versions.nested_class(topic_cls, "partitions")
+def _by_id_response(api_key: int, *path: str) -> tuple[type[Any], ...]:
+    """The by-id (highest) response class of the API and its nested classes along `path`."""
+    return _chain(versions.response_class(api_key, versions.SUPPORTED[api_key].max), path)
+
+
+def _chain(cls: type[Any], path: tuple[str, ...]) -> tuple[type[Any], ...]:
+    out = [cls]
+    for field_name in path:
+        out.append(versions.nested_class(out[-1], field_name))
+    return tuple(out)
 

@@ -36,8 +36,8 @@ SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
     1: VersionRange(4, 18),    # Fetch; v13+ names topics by id only (see BY_NAME_UNTIL)
     2: VersionRange(1, 11),    # ListOffsets
     3: VersionRange(0, 13),    # Metadata; v13 (KIP-1102) adds a top-level error code
-    8: VersionRange(2, 9),     # OffsetCommit
-    9: VersionRange(1, 9),     # OffsetFetch; v10 names topics by id
+    8: VersionRange(2, 10),    # OffsetCommit; v10 names topics by id only (see BY_NAME_UNTIL)
+    9: VersionRange(1, 10),    # OffsetFetch; v10 names topics by id only (see BY_NAME_UNTIL)
     10: VersionRange(0, 4),    # FindCoordinator
     11: VersionRange(2, 9),    # JoinGroup
     12: VersionRange(0, 4),    # Heartbeat
@@ -87,6 +87,8 @@ SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
 # both ways. Kafka keeps both fields in one class; kio has one class per version.
 BY_NAME_UNTIL: Final[Mapping[int, int]] = MappingProxyType({
     1: 12,    # Fetch
+    8: 9,     # OffsetCommit
+    9: 9,     # OffsetFetch
 })
 
 
