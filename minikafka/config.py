@@ -136,6 +136,11 @@ PROPS: tuple[Prop, ...] = (
     Prop("transaction.remove.expired.transaction.cleanup.interval.ms", _int, 3600000, _ge(1)),
     Prop("transactional.id.expiration.ms", _int, 604800000, _ge(1)),
     Prop("transaction.partition.verification.enable", _bool, True),
+    # The finalized level of Kafka's transaction.version feature, which Kafka sets with
+    # `kafka-storage format --feature transaction.version=N` or kafka-features.sh: 2 (Kafka 4.x's
+    # default) lets clients use transactions v2 (KIP-890 part 2), 1 writes __transaction_state in
+    # its flexible schema only, 0 is the 3.x behaviour. Advertised in ApiVersions.
+    Prop("transaction.version", _int, 2, lambda v: 0 <= v <= 2),
     Prop("producer.id.expiration.ms", _int, 86400000, _ge(1)),
     Prop("producer.id.expiration.check.interval.ms", _int, 600000, _ge(1)),
     Prop("min.insync.replicas", _int, 1, _ge(1)),

@@ -447,3 +447,16 @@ def default_entity(cls: type[Any], *, nulls: bool = True) -> Any:
             value = get_implicit_default(kind.type_)
         kwargs[f.name] = value
     return cls(**kwargs)
+
+
+def retry_while(call: Any, what: str, retriable: set[int] | frozenset[int], timeout: float = 20.0) -> tuple[Any, int]:
+    """Repeat `call` (-> (response, error code)) while it answers a code in `retriable`, as a client
+    retries it (50 ms apart, bounded by `timeout`)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        resp, code = call()
+        if code not in retriable:
+            return resp, code
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: still error {code} after {timeout}s")
+        time.sleep(0.05)

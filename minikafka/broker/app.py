@@ -91,7 +91,8 @@ class Broker:
         self.txn = TransactionCoordinator(
             self.txn_topic, LocalMarkerWriter(self.services), new_producer_id=self.services.producer_ids.generate,
             max_timeout_ms=int(config["transaction.max.timeout.ms"]),
-            expiration_ms=int(config["transactional.id.expiration.ms"]), crash_point=self.faults.reach)
+            expiration_ms=int(config["transactional.id.expiration.ms"]), crash_point=self.faults.reach,
+            transaction_version=int(config["transaction.version"]))
         self.services.txn = self.txn
         self.services.txn_topic = self.txn_topic
         self.services.marker_listeners.append(self._offsets_marker_written)

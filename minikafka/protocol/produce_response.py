@@ -1,8 +1,8 @@
-"""Produce responses (v3-v11) written straight from the canonical response, byte for byte what
+"""Produce responses (v3-v12) written straight from the canonical response, byte for byte what
 downgrading it and encoding it with kio gives.
 
 Why: a Produce answer is written for every acknowledged batch, and the generic path (convert the
-v11 entity to the request's version, then kio's writer, which opens a BytesIO per flexible entity
+v12 entity to the request's version, then kio's writer, which opens a BytesIO per flexible entity
 for its tagged fields) was a quarter of the broker's time per small Produce request (py-spy, 100
 connections in closed loops, issue 17). This writer handles what minikafka answers; anything else
 (tagged fields set: a current leader, node endpoints) returns None and takes the generic path.
@@ -25,7 +25,7 @@ _PARTITION_V3 = struct.Struct(">ihqq")
 _PARTITION_V5 = struct.Struct(">ihqqq")
 
 FIRST_FLEXIBLE = 9
-MIN_VERSION, MAX_VERSION = 3, 11
+MIN_VERSION, MAX_VERSION = 3, 12
 
 
 def _millis(dt: Any) -> int:
@@ -33,7 +33,7 @@ def _millis(dt: Any) -> int:
 
 
 def encode_produce_response(version: int, correlation_id: int, response: Any) -> bytes | None:
-    """Size prefix + header + body of `response` (the canonical v11 entity) in `version`, or None
+    """Size prefix + header + body of `response` (the canonical v12 entity) in `version`, or None
     when the generic writer must do it."""
     if not MIN_VERSION <= version <= MAX_VERSION or response.node_endpoints:
         return None

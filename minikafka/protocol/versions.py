@@ -32,7 +32,7 @@ class VersionRange(NamedTuple):
 # Ranges from shared/reference/protocol.md section 3. The advertised set is this table
 # intersected with the handlers actually registered (broker/dispatch.py).
 SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
-    0: VersionRange(3, 11),    # Produce; 12+ implies transactions v2
+    0: VersionRange(3, 12),    # Produce; 12 is transactions v2 (implicit partition add), 13 names topics by id
     1: VersionRange(4, 18),    # Fetch; v13+ names topics by id only (see BY_NAME_UNTIL)
     2: VersionRange(1, 11),    # ListOffsets
     3: VersionRange(0, 13),    # Metadata; v13 (KIP-1102) adds a top-level error code
@@ -53,9 +53,9 @@ SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
     23: VersionRange(2, 4),    # OffsetForLeaderEpoch
     24: VersionRange(0, 3),    # AddPartitionsToTxn
     25: VersionRange(0, 4),    # AddOffsetsToTxn
-    26: VersionRange(0, 4),    # EndTxn
+    26: VersionRange(0, 5),    # EndTxn; 5 is transactions v2 (epoch bump, new id in the answer)
     27: VersionRange(1, 1),    # WriteTxnMarkers (not advertised unless registered; v0 removed in Kafka 4)
-    28: VersionRange(0, 4),    # TxnOffsetCommit
+    28: VersionRange(0, 5),    # TxnOffsetCommit; 5 is transactions v2 (implicit offsets partition)
     29: VersionRange(1, 3),    # DescribeAcls (SECURITY_DISABLED: no authorizer)
     30: VersionRange(1, 3),    # CreateAcls
     31: VersionRange(1, 3),    # DeleteAcls

@@ -33,7 +33,7 @@ from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.list_offsets.v7.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.static.primitive import i8, i16, i32, i64
-from rawclient import RawClient, create_topics_v7, ms, wait_for_topic
+from rawclient import RawClient, create_topics_v7, ms, retry_while, wait_for_topic
 
 from minikafka.protocol.records import build_batch
 
@@ -52,14 +52,7 @@ RETRIABLE_COORDINATOR = {14, 15, 16, 51}  # LOAD_IN_PROGRESS, NOT_AVAILABLE, NOT
 
 def retry(call: Any, what: str, timeout: float = 20.0) -> Any:
     """Repeat a coordinator request while it answers a retriable coordinator error."""
-    deadline = time.monotonic() + timeout
-    while True:
-        resp, code = call()
-        if code not in RETRIABLE_COORDINATOR:
-            return resp, code
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: still error {code} after {timeout}s")
-        time.sleep(0.1)
+    return retry_while(call, what, RETRIABLE_COORDINATOR, timeout)
 
 
 class TxnSession:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from minikafka import faults
+from minikafka.broker import txn_enrollment
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.protocol import messages
@@ -33,6 +34,11 @@ class ProduceHandler:
     svc: BrokerServices
 
     async def __call__(self, ctx: RequestContext, req: Any) -> messages.ProduceResponse | None:
+        refused: dict[TopicPartition, ErrorCode] = {}
+        if req.transactional_id is not None and ctx.api_version >= txn_enrollment.PRODUCE_SINCE \
+                and req.acks in (-1, 0, 1):
+            # Transactions v2: the request adds its partitions to the transaction itself.
+            refused = await txn_enrollment.enroll_produce(self.svc, req.transactional_id, req.topic_data)
         now_ms = self.svc.clock.now_ms()
         acks = req.acks
         topics = []
@@ -42,8 +48,12 @@ class ProduceHandler:
                 if acks not in (-1, 0, 1):
                     parts.append(_partition_error(p.index, ErrorCode.invalid_required_acks, -1))
                     continue
-                parts.append(self._append(TopicPartition(t.name, p.index), p.records, now_ms,
-                                          req.transactional_id))
+                tp = TopicPartition(t.name, p.index)
+                if tp in refused:
+                    plog = self.svc.logs.get(tp)
+                    parts.append(_partition_error(p.index, refused[tp], plog.log_start_offset if plog else -1))
+                    continue
+                parts.append(self._append(tp, p.records, now_ms, req.transactional_id))
             topics.append(messages.TopicProduceResponse(name=t.name, partition_responses=tuple(parts)))
         if acks == 0:
             return None

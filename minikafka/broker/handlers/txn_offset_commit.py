@@ -2,7 +2,7 @@
 
 Kafka: KafkaApis.handleTxnOffsetCommitRequest -> GroupCoordinator.handleTxnCommitOffsets. The
 producer must have the group's __consumer_offsets partition in its ongoing transaction
-(AddOffsetsToTxn); its id and epoch are checked there, and the group's generation and member id
+(AddOffsetsToTxn, or from v5 the commit adds it itself: transactions v2); its id and epoch are checked there, and the group's generation and member id
 when the client sends them (KIP-447), so a zombie of an old generation cannot commit. The offsets
 stay pending until the transaction's marker reaches the offsets partition.
 """
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from minikafka import faults
+from minikafka.broker import txn_enrollment
 from minikafka.broker.context import RequestContext
 from minikafka.broker.services import BrokerServices
 from minikafka.coordinator.group.coordinator import OffsetCommitEntry
@@ -33,7 +34,14 @@ class TxnOffsetCommitHandler:
         codes: dict[TopicPartition, ErrorCode] = {}
         wanted: dict[TopicPartition, OffsetCommitEntry] = {}
         offsets_tp = TopicPartition(OFFSETS_TOPIC, groups.partition_for(req.group_id))
-        verified = txn.verify_partition(req.transactional_id, req.producer_id, req.producer_epoch, offsets_tp)
+        verified = ErrorCode.none
+        if ctx.api_version >= txn_enrollment.TXN_OFFSET_COMMIT_SINCE:
+            # Transactions v2: no AddOffsetsToTxn came first; the commit adds the offsets partition.
+            groups.ensure_offsets_topic(self.svc.clock.now_ms())
+            verified = await txn_enrollment.enroll_offsets(self.svc, req.transactional_id, req.producer_id,
+                                                           req.producer_epoch, offsets_tp)
+        if verified is ErrorCode.none:
+            verified = txn.verify_partition(req.transactional_id, req.producer_id, req.producer_epoch, offsets_tp)
         for t in req.topics:
             info = self.svc.logs.topics.get(t.name)
             for p in t.partitions:

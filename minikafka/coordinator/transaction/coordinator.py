@@ -30,7 +30,7 @@ from minikafka import faults
 from minikafka.coordinator.ports import DataPartitions, RecordLog
 from minikafka.coordinator.transaction import decisions, repair, txn_log
 from minikafka.coordinator.transaction.decisions import Reply, Transition
-from minikafka.coordinator.transaction.state import TxnMetadata, TxnState
+from minikafka.coordinator.transaction.state import TV_2, TxnMetadata, TxnState
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import TopicPartition
 
@@ -56,8 +56,13 @@ class MarkerWriter(Protocol):
 
 class TransactionCoordinator:
     def __init__(self, log_: RecordLog, markers: MarkerWriter, *, new_producer_id: Callable[[], int],
-                 max_timeout_ms: int, expiration_ms: int, crash_point: Callable[[str], None] = lambda _p: None) -> None:
+                 max_timeout_ms: int, expiration_ms: int, crash_point: Callable[[str], None] = lambda _p: None,
+                 transaction_version: int = TV_2) -> None:
         self._log = log_
+        # The broker's finalized transaction.version: 2 lets clients speak transactions v2, and the
+        # coordinator ends timed-out transactions as v2 does (an exhausted epoch rotates the id).
+        self.transaction_version = transaction_version
+        self.log_value_version = 1 if transaction_version >= 1 else 0  # TransactionLogValue, as Kafka writes it
         self._crash_point = crash_point  # test-only fault injection (minikafka/faults.py)
         self._markers = markers
         self._new_producer_id = new_producer_id
@@ -174,26 +179,41 @@ class TransactionCoordinator:
         return ErrorCode.none, decision.target.producer_id, decision.target.producer_epoch
 
     async def add_partitions(self, transactional_id: str, *, producer_id: int, producer_epoch: int,
-                             partitions: frozenset[TopicPartition], now_ms: Callable[[], int]) -> ErrorCode:
+                             partitions: frozenset[TopicPartition], now_ms: Callable[[], int],
+                             client_tv: int = 0) -> ErrorCode:
+        """AddPartitionsToTxn / AddOffsetsToTxn (client_tv 0), or the partitions a TV2 Produce or
+        TxnOffsetCommit adds implicitly (client_tv 2), as Kafka's AddPartitionsToTxnManager does."""
         if not self.loaded:
             return ErrorCode.coordinator_load_in_progress
         decision = decisions.decide_add_partitions(
             self._cache.get(transactional_id), producer_id=producer_id, epoch=producer_epoch,
-            partitions=partitions, pending=transactional_id in self._pending, now_ms=now_ms())
+            partitions=partitions, pending=transactional_id in self._pending, now_ms=now_ms(), client_tv=client_tv)
         if isinstance(decision, Reply):
             return decision.error
         return await self._apply(transactional_id, decision, now_ms)
 
     async def end_txn(self, transactional_id: str, *, producer_id: int, producer_epoch: int, commit: bool,
-                      now_ms: Callable[[], int]) -> ErrorCode:
+                      now_ms: Callable[[], int], client_tv: int = 0) -> tuple[ErrorCode, int, int]:
+        """(error, producer id, epoch): the identity a TV2 client (EndTxn v5+) goes on with, or -1, -1."""
         if not self.loaded:
-            return ErrorCode.coordinator_load_in_progress
-        decision = decisions.decide_end_txn(
-            self._cache.get(transactional_id), producer_id=producer_id, epoch=producer_epoch, commit=commit,
-            pending=transactional_id in self._pending, now_ms=now_ms())
+            return ErrorCode.coordinator_load_in_progress, -1, -1
+        meta = self._cache.get(transactional_id)
+        pending = transactional_id in self._pending
+        if client_tv >= TV_2:
+            decision = decisions.decide_end_txn_v2(meta, producer_id=producer_id, epoch=producer_epoch, commit=commit,
+                                                   pending=pending, now_ms=now_ms(),
+                                                   new_producer_id=self._new_producer_id)
+        else:
+            decision = decisions.decide_end_txn(meta, producer_id=producer_id, epoch=producer_epoch, commit=commit,
+                                                pending=pending, now_ms=now_ms())
         if isinstance(decision, Reply):
-            return decision.error
-        return await self._apply(transactional_id, decision, now_ms)
+            if decision.error is ErrorCode.none and meta is not None:
+                return ErrorCode.none, *decisions.identity_after(decision.meta or meta)
+            return decision.error, -1, -1
+        error = await self._apply(transactional_id, decision, now_ms)
+        if error is not ErrorCode.none:
+            return error, -1, -1
+        return ErrorCode.none, *decisions.identity_after(decision.target)
 
     # ------------------------------------------------------------------------------ timers
     async def abort_timed_out(self, now_ms: Callable[[], int]) -> list[str]:
@@ -203,7 +223,8 @@ class TransactionCoordinator:
             meta = self._cache.get(txn_id)  # current, not a snapshot: earlier appends yielded
             if meta is None or txn_id in self._pending:
                 continue
-            decision = decisions.decide_timeout(meta, now_ms())
+            rotate = self._new_producer_id if self.transaction_version >= TV_2 else None
+            decision = decisions.decide_timeout(meta, now_ms(), rotate)
             if decision is not None:
                 log.info("transaction_timed_out", transactional_id=txn_id, producer_id=meta.producer_id,
                          producer_epoch=meta.producer_epoch)
@@ -231,7 +252,7 @@ class TransactionCoordinator:
         for p in range(self._log.partition_count):
             if not self._log.needs_compaction(p):
                 continue
-            records = [(txn_log.encode_key(txn_id), txn_log.encode_value(meta))
+            records = [(txn_log.encode_key(txn_id), txn_log.encode_value(meta, self.log_value_version))
                        for txn_id, meta in sorted(self._cache.items()) if self.partition_for(txn_id) == p]
             await self._log.compact(p, records, now_ms())
             compacted += 1
@@ -242,7 +263,7 @@ class TransactionCoordinator:
         self._pending.add(txn_id)
         try:
             await self._log.append(self.partition_for(txn_id),
-                                   [(txn_log.encode_key(txn_id), txn_log.encode_value(target))], now_ms())
+                                   [(txn_log.encode_key(txn_id), txn_log.encode_value(target, self.log_value_version))], now_ms())
         except Exception as exc:  # the append failed: nothing changes, the client retries
             log.warning("transaction_log_append_failed", transactional_id=txn_id, reason=repr(exc))
             return ErrorCode.coordinator_not_available

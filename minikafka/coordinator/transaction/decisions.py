@@ -13,8 +13,10 @@ from types import MappingProxyType
 from typing import Final
 
 from minikafka.coordinator.transaction.state import (
+    MAX_EPOCH,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
+    TV_2,
     TxnEvent,
     TxnMetadata,
     TxnState,
@@ -112,21 +114,27 @@ def decide_init_producer_id(
         return Transition(target)
     if state is TxnState.ONGOING:
         # Fence the running instance: abort its transaction under a bumped epoch, and let the new
-        # instance retry (it gets CONCURRENT_TRANSACTIONS until the abort completes).
-        return fence_and_abort(meta, now_ms, reply_error=ErrorCode.concurrent_transactions)
+        # instance retry (it gets CONCURRENT_TRANSACTIONS until the abort completes). A TV2
+        # transaction ends as TV2 ends: an exhausted epoch rotates the producer id.
+        rotate = new_producer_id if meta.client_transaction_version >= TV_2 else None
+        return fence_and_abort(meta, now_ms, reply_error=ErrorCode.concurrent_transactions, new_producer_id=rotate)
     raise AssertionError(f"transactional id {transactional_id} found in state {state.name}")
 
 
 def fence_and_abort(meta: TxnMetadata, now_ms: int, reply_error: ErrorCode = ErrorCode.none, *,
-                    keep_last_epoch: bool = False) -> Transition:
+                    keep_last_epoch: bool = False,
+                    new_producer_id: Callable[[], int] | None = None) -> Transition:
     """ONGOING -> PREPARE_EPOCH_FENCE -> PREPARE_ABORT with epoch + 1 (the fence is not persisted).
 
     A new instance fencing the old one forgets the old epoch, so the zombie stays fenced. A
     timeout remembers it (KIP-588): the producer that timed out may recover with
-    InitProducerId(pid, old epoch) and is handed the bumped epoch, as Kafka 4.x does."""
+    InitProducerId(pid, old epoch) and is handed the bumped epoch, as Kafka 4.x does. Under
+    transactions v2 (`new_producer_id` given) a fenced epoch that is exhausted hands over to a new
+    producer id once the markers are written, as an EndTxn does."""
     fenced = transition(meta, TxnEvent.FENCE, producer_epoch=meta.producer_epoch + 1,
                         last_producer_epoch=meta.producer_epoch if keep_last_epoch else NO_PRODUCER_EPOCH)
-    target = transition(fenced, TxnEvent.ABORT_FENCED, last_update_ms=now_ms)
+    next_id = new_producer_id() if new_producer_id is not None and fenced.epoch_exhausted else NO_PRODUCER_ID
+    target = transition(fenced, TxnEvent.ABORT_FENCED, last_update_ms=now_ms, next_producer_id=next_id)
     return Transition(target, reply_error=reply_error, write_markers=True)
 
 
@@ -139,7 +147,10 @@ def _check_producer(meta: TxnMetadata | None, producer_id: int, epoch: int) -> E
 
 
 def decide_add_partitions(meta: TxnMetadata | None, *, producer_id: int, epoch: int,
-                          partitions: frozenset[TopicPartition], pending: bool, now_ms: int) -> Decision:
+                          partitions: frozenset[TopicPartition], pending: bool, now_ms: int,
+                          client_tv: int = 0) -> Decision:
+    """AddPartitionsToTxn / AddOffsetsToTxn (client_tv 0), or a partition a TV2 Produce or
+    TxnOffsetCommit adds implicitly (client_tv 2): the transaction records the version."""
     error = _check_producer(meta, producer_id, epoch)
     if error is not None:
         return Reply(error)
@@ -152,7 +163,7 @@ def decide_add_partitions(meta: TxnMetadata | None, *, producer_id: int, epoch: 
         return Reply(ErrorCode.invalid_txn_state)
     start = meta.start_ms if meta.state is TxnState.ONGOING else now_ms
     target = transition(meta, TxnEvent.ADD_PARTITIONS, partitions=meta.partitions | partitions,
-                        start_ms=start, last_update_ms=now_ms)
+                        start_ms=start, last_update_ms=now_ms, client_transaction_version=client_tv)
     return Transition(target)
 
 
@@ -170,15 +181,92 @@ def decide_end_txn(meta: TxnMetadata | None, *, producer_id: int, epoch: int, co
     return Reply(END_TXN_REPLY_WITHOUT_TRANSITION.get((meta.state, commit), ErrorCode.invalid_txn_state))
 
 
+def decide_end_txn_v2(meta: TxnMetadata | None, *, producer_id: int, epoch: int, commit: bool, pending: bool,
+                      now_ms: int, new_producer_id: Callable[[], int]) -> Decision:
+    """EndTxn v5+ (transactions v2, KIP-890 part 2): every commit or abort bumps the epoch, so
+    the epoch of the transaction's own records can never write into the next one. Kafka's
+    TransactionCoordinator.endTransaction for TV2: a retry is recognised by the epoch it carries
+    (the one before the bump, or the last one of the producer id an exhausted epoch handed over
+    from), not by the state alone; a retry of a completed commit or abort answers NONE with the
+    current identity.
+
+    State x request (Retry: epoch + 1 == the transaction's; Current: equal):
+      ONGOING         commit/abort Current -> PREPARE_* (epoch + 1)
+      EMPTY           abort Current -> PREPARE_ABORT (epoch + 1, nothing to mark); commit INVALID_TXN_STATE
+      COMPLETE_COMMIT commit Retry NONE, Current INVALID_TXN_STATE; abort Retry INVALID_TXN_STATE,
+                      Current PREPARE_ABORT
+      COMPLETE_ABORT  abort Retry NONE, Current PREPARE_ABORT; commit INVALID_TXN_STATE
+      PREPARE_*       the same result Retry CONCURRENT_TRANSACTIONS, the other INVALID_TXN_STATE
+    Any other epoch is PRODUCER_FENCED."""
+    if meta is None:
+        return Reply(ErrorCode.invalid_producer_id_mapping)
+    retry_on_overflow = (meta.previous_producer_id == producer_id and epoch == MAX_EPOCH - 1
+                         and meta.producer_epoch == 0)
+    retry_on_bump = meta.producer_epoch == epoch + 1
+    state = meta.state
+    if state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+        valid = retry_on_bump
+    elif state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+        valid = retry_on_bump or retry_on_overflow or epoch == meta.producer_epoch
+    else:
+        valid = epoch == meta.producer_epoch
+    if meta.producer_id != producer_id and not retry_on_overflow:
+        return Reply(ErrorCode.invalid_producer_id_mapping)
+    if not valid:
+        return Reply(ErrorCode.producer_fenced)
+    if pending:
+        return Reply(ErrorCode.concurrent_transactions)
+    retry = retry_on_bump or retry_on_overflow
+    if state is TxnState.ONGOING:
+        return _prepare_end_v2(meta, commit, now_ms, new_producer_id)
+    if state is TxnState.EMPTY:
+        return _prepare_end_v2(meta, False, now_ms, new_producer_id) if not commit \
+            else Reply(ErrorCode.invalid_txn_state)
+    if state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+        same = commit == (state is TxnState.COMPLETE_COMMIT)
+        if retry:
+            return Reply(ErrorCode.none, meta) if same else Reply(ErrorCode.invalid_txn_state)
+        return _prepare_end_v2(meta, False, now_ms, new_producer_id) if not commit \
+            else Reply(ErrorCode.invalid_txn_state)
+    same = commit == (state is TxnState.PREPARE_COMMIT)  # PREPARE_*: the markers are being written
+    return Reply(ErrorCode.concurrent_transactions if same else ErrorCode.invalid_txn_state)
+
+
+def _prepare_end_v2(meta: TxnMetadata, commit: bool, now_ms: int, new_producer_id: Callable[[], int]) -> Transition:
+    """PREPARE_* with the epoch + 1; an epoch that was already exhausted also reserves the
+    producer id the transactional id moves to once the markers are written."""
+    event = TxnEvent.END_COMMIT if commit else TxnEvent.END_ABORT
+    next_id = new_producer_id() if meta.epoch_exhausted else NO_PRODUCER_ID
+    target = transition(meta, event, producer_epoch=meta.producer_epoch + 1, last_producer_epoch=meta.producer_epoch,
+                        next_producer_id=next_id, client_transaction_version=TV_2, last_update_ms=now_ms)
+    return Transition(target, write_markers=True)
+
+
+def identity_after(meta: TxnMetadata) -> tuple[int, int]:
+    """The producer id and epoch a TV2 client goes on with after EndTxn: the bumped epoch, or the
+    new producer id at epoch 0 when the old one's epochs ran out."""
+    if meta.next_producer_id != NO_PRODUCER_ID:
+        return meta.next_producer_id, 0
+    return meta.producer_id, meta.producer_epoch
+
+
 def decide_complete(meta: TxnMetadata, now_ms: int) -> Transition:
-    """Every marker written: PREPARE_* -> COMPLETE_*, partitions cleared (Kafka's prepareComplete)."""
+    """Every marker written: PREPARE_* -> COMPLETE_*, partitions cleared (Kafka's prepareComplete);
+    a reserved next producer id takes over at epoch 0."""
+    if meta.next_producer_id != NO_PRODUCER_ID:
+        return Transition(transition(
+            meta, TxnEvent.MARKERS_WRITTEN, partitions=frozenset(), last_update_ms=now_ms,
+            producer_id=meta.next_producer_id, previous_producer_id=meta.producer_id, producer_epoch=0,
+            last_producer_epoch=meta.producer_epoch, next_producer_id=NO_PRODUCER_ID))
     return Transition(transition(meta, TxnEvent.MARKERS_WRITTEN, partitions=frozenset(), last_update_ms=now_ms))
 
 
-def decide_timeout(meta: TxnMetadata, now_ms: int) -> Transition | None:
-    """An ONGOING transaction older than its timeout is aborted under a bumped epoch."""
+def decide_timeout(meta: TxnMetadata, now_ms: int,
+                   new_producer_id: Callable[[], int] | None = None) -> Transition | None:
+    """An ONGOING transaction older than its timeout is aborted under a bumped epoch (with the
+    broker's transactions v2, `new_producer_id` given, an exhausted epoch rotates the id)."""
     if meta.state is TxnState.ONGOING and meta.start_ms + meta.timeout_ms < now_ms:
-        return fence_and_abort(meta, now_ms, keep_last_epoch=True)
+        return fence_and_abort(meta, now_ms, keep_last_epoch=True, new_producer_id=new_producer_id)
     return None
 
 

@@ -14,7 +14,9 @@ Theory of operation
 Lifecycle: EMPTY --add partitions--> ONGOING --EndTxn(commit)--> PREPARE_COMMIT --markers-->
 COMPLETE_COMMIT --add partitions--> ONGOING ... ; ONGOING --EndTxn(abort) or fence--> PREPARE_ABORT
 --markers--> COMPLETE_ABORT; EMPTY/COMPLETE_* --InitProducerId--> EMPTY (epoch + 1);
-EMPTY/COMPLETE_* --expiry--> DEAD (a tombstone in the log).
+EMPTY/COMPLETE_* --expiry--> DEAD (a tombstone in the log). Under transactions v2 every EndTxn
+moves to PREPARE_* with the epoch + 1 (a new producer id once the markers are written, when the
+epoch is exhausted), and EndTxn(abort) from EMPTY/COMPLETE_* does too, with no partition to mark.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ from minikafka.protocol.types import TopicPartition
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 MAX_EPOCH = 32767
+
+# The transaction.version a request speaks (KIP-890 part 2): TV2 clients end every transaction with
+# an epoch bump and add partitions implicitly (Produce v12+, TxnOffsetCommit v5+, EndTxn v5+).
+TV_1, TV_2 = 1, 2
 
 
 class TxnState(enum.Enum):
@@ -77,6 +83,10 @@ TRANSITIONS: Final[Mapping[tuple[TxnState, TxnEvent], TxnState]] = MappingProxyT
     (_S.ONGOING, _E.END_COMMIT): _S.PREPARE_COMMIT,
     (_S.ONGOING, _E.END_ABORT): _S.PREPARE_ABORT,
     (_S.ONGOING, _E.FENCE): _S.PREPARE_EPOCH_FENCE,
+    # TV2 (KIP-890 part 2): EndTxn(abort) with no transaction open still bumps the epoch
+    (_S.EMPTY, _E.END_ABORT): _S.PREPARE_ABORT,
+    (_S.COMPLETE_COMMIT, _E.END_ABORT): _S.PREPARE_ABORT,
+    (_S.COMPLETE_ABORT, _E.END_ABORT): _S.PREPARE_ABORT,
     (_S.PREPARE_EPOCH_FENCE, _E.ABORT_FENCED): _S.PREPARE_ABORT,
     # markers done
     (_S.PREPARE_COMMIT, _E.MARKERS_WRITTEN): _S.COMPLETE_COMMIT,
@@ -114,6 +124,11 @@ class TxnMetadata:
     partitions: frozenset[TopicPartition] = frozenset()
     start_ms: int = -1
     last_update_ms: int
+    # transaction.version of the client that last changed it (0/1: v1 semantics; 2: every EndTxn
+    # bumps the epoch), and the producer id an exhausted epoch hands over to once the markers are
+    # written (TV2); both are tagged fields of TransactionLogValue v1.
+    client_transaction_version: int = 0
+    next_producer_id: int = NO_PRODUCER_ID
 
     @property
     def epoch_exhausted(self) -> bool:

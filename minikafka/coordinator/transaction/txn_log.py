@@ -1,12 +1,16 @@
-"""__transaction_state records in Kafka's schemas (TransactionLogKey v0, TransactionLogValue v0).
+"""__transaction_state records in Kafka's schemas (TransactionLogKey v0, TransactionLogValue v0/v1).
 
 key:   version int16 (0) | transactional_id string
-value: version int16 (0) | producer_id int64 | producer_epoch int16 | timeout_ms int32 |
+value: version int16 | producer_id int64 | producer_epoch int16 | timeout_ms int32 |
        status int8 | partitions nullable array of {topic string, partition ids [int32]} |
        last_update_ms int64 | start_ms int64
-A null value (tombstone) removes the id (DEAD). Strings are int16-length UTF-8, arrays int32-length.
-Kafka writes value v0 while the transaction.version feature is below 1, which is what minikafka
-advertises; v1 (flexible, tagged fields) is read too.
+A null value (tombstone) removes the id (DEAD). v0: strings int16-length UTF-8, arrays
+int32-length. v1 (flexible): compact strings and arrays (length + 1 as an unsigned varint), a
+tagged-field section after each struct, and three tagged fields on the value: 0
+PreviousProducerId int64, 1 NextProducerId int64 (default -1), 2 ClientTransactionVersion int16
+(default 0), each written only when it differs from its default, as Kafka's generated code does.
+Kafka writes v1 once the transaction.version feature is 1 or more (TransactionVersion.
+transactionLogValueVersion), v0 below; so does minikafka, and it reads both.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ from __future__ import annotations
 import struct
 from collections import defaultdict
 
-from minikafka.coordinator.transaction.state import TxnMetadata, TxnState
+from minikafka.coordinator.transaction.state import NO_PRODUCER_ID, TxnMetadata, TxnState
+from minikafka.protocol.records import uvarint
 from minikafka.protocol.types import TopicPartition
 
 TOPIC = "__transaction_state"
@@ -42,22 +47,41 @@ def encode_key(transactional_id: str) -> bytes:
     return struct.pack(">h", 0) + _string(transactional_id)
 
 
-def encode_value(meta: TxnMetadata) -> bytes | None:
+def encode_value(meta: TxnMetadata, version: int = 0) -> bytes | None:
+    """The record value in TransactionLogValue `version` (1 while the broker's transaction.version
+    is 1 or more, 0 below); None (a tombstone) for DEAD."""
     if meta.state is TxnState.DEAD:
         return None
-    out = bytearray(struct.pack(">hqhib", 0, meta.producer_id, meta.producer_epoch, meta.timeout_ms,
+    flexible = version >= 1
+    out = bytearray(struct.pack(">hqhib", version, meta.producer_id, meta.producer_epoch, meta.timeout_ms,
                                 meta.state.value))
     if meta.state is TxnState.EMPTY and not meta.partitions:
-        out += struct.pack(">i", -1)
+        out += uvarint(0) if flexible else struct.pack(">i", -1)  # a null array
     else:
         by_topic: dict[str, list[int]] = defaultdict(list)
         for tp in meta.partitions:
             by_topic[tp.topic].append(tp.partition)
-        out += struct.pack(">i", len(by_topic))
+        out += uvarint(len(by_topic) + 1) if flexible else struct.pack(">i", len(by_topic))
         for topic in sorted(by_topic):
             parts = sorted(by_topic[topic])
-            out += _string(topic) + struct.pack(f">i{len(parts)}i", len(parts), *parts)
+            if flexible:
+                name = topic.encode()
+                out += uvarint(len(name) + 1) + name + uvarint(len(parts) + 1)
+                out += struct.pack(f">{len(parts)}i", *parts) + b"\x00"  # no tagged fields
+            else:
+                out += _string(topic) + struct.pack(f">i{len(parts)}i", len(parts), *parts)
     out += struct.pack(">qq", meta.last_update_ms, meta.start_ms)
+    if flexible:
+        tags = []
+        if meta.previous_producer_id != NO_PRODUCER_ID:
+            tags.append((0, struct.pack(">q", meta.previous_producer_id)))
+        if meta.next_producer_id != NO_PRODUCER_ID:
+            tags.append((1, struct.pack(">q", meta.next_producer_id)))
+        if meta.client_transaction_version != 0:
+            tags.append((2, struct.pack(">h", meta.client_transaction_version)))
+        out += uvarint(len(tags))
+        for tag, data in tags:
+            out += uvarint(tag) + uvarint(len(data)) + data
     return bytes(out)
 
 
@@ -118,6 +142,19 @@ def decode_value(transactional_id: str, data: bytes) -> TxnMetadata:
         if compact:
             r.skip_tags()
     last_update_ms, start_ms = r.take(">qq")
+    tagged = {"previous_producer_id": NO_PRODUCER_ID, "next_producer_id": NO_PRODUCER_ID,
+              "client_transaction_version": 0}
+    if compact and r.pos < len(data):
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            end = r.pos + size
+            if tag == 0:
+                (tagged["previous_producer_id"],) = r.take(">q")
+            elif tag == 1:
+                (tagged["next_producer_id"],) = r.take(">q")
+            elif tag == 2:
+                (tagged["client_transaction_version"],) = r.take(">h")
+            r.pos = end  # an unknown tag (a later Kafka's) is skipped
     return TxnMetadata(transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch,
                        timeout_ms=timeout_ms, state=TxnState(status), partitions=frozenset(partitions),
-                       start_ms=start_ms, last_update_ms=last_update_ms)
+                       start_ms=start_ms, last_update_ms=last_update_ms, **tagged)

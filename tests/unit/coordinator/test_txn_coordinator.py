@@ -7,6 +7,7 @@ FakeClock, and the marker retry interval is 0 so retries are driven by the event
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 
 import pytest
@@ -85,9 +86,13 @@ class Client:
                                                partitions=frozenset(tps), now_ms=self.clock.now_ms)
 
     async def end(self, commit: bool, *, epoch: int | None = None) -> ErrorCode:
+        return (await self.end_v(commit, epoch=epoch, client_tv=0))[0]
+
+    async def end_v(self, commit: bool, *, epoch: int | None = None, client_tv: int = 2) -> tuple[ErrorCode, int, int]:
+        """EndTxn as a client of the given transaction.version: (error, producer id, epoch)."""
         return await self.coord.end_txn(self.txn_id, producer_id=self.pid,
                                         producer_epoch=self.epoch if epoch is None else epoch, commit=commit,
-                                        now_ms=self.clock.now_ms)
+                                        now_ms=self.clock.now_ms, client_tv=client_tv)
 
     async def begin(self, *tps: TopicPartition, timeout_ms: int = TIMEOUT) -> None:
         assert (await self.init(timeout_ms=timeout_ms))[0] is Err.none
@@ -664,3 +669,123 @@ async def test_compaction_keeps_exactly_the_live_state() -> None:
     after = {m.transactional_id: m for m in reloaded.all()}
     strip = lambda m: (m.producer_id, m.producer_epoch, m.state, m.partitions, m.timeout_ms)  # noqa: E731
     assert {k: strip(v) for k, v in after.items()} == {k: strip(v) for k, v in before.items()}
+
+
+# ---------------------------------------------------------------------------------- transactions v2
+# EndTxn v5+ (KIP-890 part 2): every commit and abort bumps the epoch; a retry is known by the
+# epoch it carries. The table is Kafka's TransactionCoordinator.endTransaction for TV2.
+
+
+async def _v2_client(coord: TransactionCoordinator, clock: FakeClock, txn_id: str, *tps: TopicPartition) -> Client:
+    client = Client(coord, clock, txn_id)
+    assert (await client.init())[0] is Err.none
+    assert await coord.add_partitions(txn_id, producer_id=client.pid, producer_epoch=client.epoch,
+                                      partitions=frozenset(tps), now_ms=clock.now_ms, client_tv=2) is Err.none
+    return client
+
+
+async def test_v2_commit_bumps_the_epoch_and_marks_with_it(coord: TransactionCoordinator,
+                                                           writer: RecordingMarkerWriter, clock: FakeClock) -> None:
+    c = await _v2_client(coord, clock, "v2", T0, T1)
+    assert await c.end_v(True) == (Err.none, FIRST_PID, 1)
+    meta = coord.get("v2")
+    assert meta is not None
+    assert (meta.state, meta.producer_epoch, meta.last_producer_epoch, meta.client_transaction_version) == (
+        S.COMPLETE_COMMIT, 1, 0, 2)
+    assert {(m.tp, m.producer_epoch, m.commit) for m in writer.markers} == {(T0, 1, True), (T1, 1, True)}
+
+
+async def test_v2_retries_and_the_next_end(coord: TransactionCoordinator, log: InMemoryRecordLog,
+                                           writer: RecordingMarkerWriter, clock: FakeClock) -> None:
+    c = await _v2_client(coord, clock, "v2r", T0)
+    assert await c.end_v(True) == (Err.none, FIRST_PID, 1)
+    appended = len(log.appends)
+    assert await c.end_v(True, epoch=0) == (Err.none, FIRST_PID, 1)  # the answer was lost: same identity
+    assert await c.end_v(False, epoch=0) == (Err.invalid_txn_state, -1, -1)  # a retry of the other result
+    assert await c.end_v(True, epoch=1) == (Err.invalid_txn_state, -1, -1)  # commit with nothing open
+    assert await c.end_v(True, epoch=5) == (Err.producer_fenced, -1, -1)
+    assert len(log.appends) == appended
+    # an abort with nothing open still bumps the epoch, and marks nothing
+    markers = len(writer.markers)
+    assert await c.end_v(False, epoch=1) == (Err.none, FIRST_PID, 2)
+    assert coord.get("v2r").state is S.COMPLETE_ABORT  # type: ignore[union-attr]
+    assert len(writer.markers) == markers
+    assert await c.end_v(False, epoch=1) == (Err.none, FIRST_PID, 2)  # its retry
+
+
+async def test_v2_empty_and_prepare_states(coord: TransactionCoordinator, writer: RecordingMarkerWriter,
+                                           clock: FakeClock) -> None:
+    c = Client(coord, clock, "v2e")
+    assert (await c.init())[0] is Err.none
+    assert await c.end_v(True) == (Err.invalid_txn_state, -1, -1)
+    assert await c.end_v(False) == (Err.none, FIRST_PID, 1)
+    # PREPARE_*: the markers are being written; the retry is told to wait, the other result is refused
+    await coord.add_partitions("v2e", producer_id=FIRST_PID, producer_epoch=1, partitions=frozenset({T0}),
+                               now_ms=clock.now_ms, client_tv=2)
+    writer.fail(T0)
+    assert await c.end_v(True, epoch=1) == (Err.none, FIRST_PID, 2)
+    assert coord.get("v2e").state is S.PREPARE_COMMIT  # type: ignore[union-attr]
+    assert await c.end_v(True, epoch=1) == (Err.concurrent_transactions, -1, -1)
+    assert await c.end_v(False, epoch=1) == (Err.invalid_txn_state, -1, -1)
+    assert await c.end_v(True, epoch=2) == (Err.producer_fenced, -1, -1)
+    writer.heal(T0)
+
+
+async def test_v1_and_v2_clients_side_by_side(coord: TransactionCoordinator, clock: FakeClock) -> None:
+    v1 = Client(coord, clock, "old")
+    await v1.begin(T0)
+    assert await v1.end(True) is Err.none
+    assert coord.get("old").producer_epoch == 0  # type: ignore[union-attr]
+    assert await v1.end(True) is Err.none  # TV1: a retry is the same epoch
+    v2 = await _v2_client(coord, clock, "new", T1)
+    assert await v2.end_v(True) == (Err.none, FIRST_PID + 1, 1)
+
+
+def _ongoing_v2(txn_id: str, epoch: int, timeout_ms: int, clock: FakeClock) -> TxnMetadata:
+    """A TV2 transaction of producer 77 open on T0 at `epoch`."""
+    return TxnMetadata(transactional_id=txn_id, producer_id=77, producer_epoch=epoch, timeout_ms=timeout_ms,
+                       state=S.ONGOING, partitions=frozenset({T0}), last_update_ms=clock.ms, start_ms=clock.ms,
+                       client_transaction_version=2)
+
+
+def _loaded_with(log: InMemoryRecordLog, writer: RecordingMarkerWriter, meta: TxnMetadata) -> TransactionCoordinator:
+    """A coordinator that loaded `meta` from its log (written as TransactionLogValue v1)."""
+    log.inject(LogRecord(partition=txn_log.partition_for(meta.transactional_id, 50), offset=0,
+                         key=txn_log.encode_key(meta.transactional_id), value=txn_log.encode_value(meta, 1)))
+    c = make(log, writer)
+    c.load()
+    return c
+
+
+async def test_v2_exhausted_epoch_hands_over_to_a_new_producer_id(log: InMemoryRecordLog, writer: RecordingMarkerWriter,
+                                                                  clock: FakeClock) -> None:
+    c = _loaded_with(log, writer, _ongoing_v2("ov", 32766, TIMEOUT, clock))
+    client = Client(c, clock, "ov")
+    client.pid, client.epoch = 77, 32766
+    assert await client.end_v(True) == (Err.none, FIRST_PID, 0)
+    assert writer.markers[-1].producer_epoch == 32767  # the old id's last epoch marks its transaction
+    meta = c.get("ov")
+    assert meta is not None
+    assert (meta.state, meta.producer_id, meta.producer_epoch, meta.previous_producer_id, meta.next_producer_id) == (
+        S.COMPLETE_COMMIT, FIRST_PID, 0, 77, -1)
+    assert await client.end_v(True) == (Err.none, FIRST_PID, 0)  # a retry with the old identity
+    replayed = make(log, writer)
+    replayed.load()
+    # the previous id and the client version survive in the log (v1 tags); the last epoch is memory only
+    assert replayed.get("ov") == dataclasses.replace(meta, last_producer_epoch=-1)
+    replayed_client = Client(replayed, clock, "ov")
+    replayed_client.pid, replayed_client.epoch = 77, 32766
+    assert await replayed_client.end_v(True) == (Err.none, FIRST_PID, 0)  # still known as a retry
+    await c.close()
+    await replayed.close()
+
+
+async def test_v2_timeout_at_an_exhausted_epoch_rotates(log: InMemoryRecordLog, writer: RecordingMarkerWriter,
+                                                        clock: FakeClock) -> None:
+    c = _loaded_with(log, writer, _ongoing_v2("to", 32765, 1_000, clock))
+    clock.advance(2_000)
+    assert await c.abort_timed_out(clock.now_ms) == ["to"]
+    assert writer.markers[-1].producer_epoch == 32766
+    meta = c.get("to")
+    assert meta is not None and (meta.state, meta.producer_id, meta.producer_epoch) == (S.COMPLETE_ABORT, FIRST_PID, 0)
+    await c.close()

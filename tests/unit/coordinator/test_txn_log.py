@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 
 import pytest
@@ -41,6 +42,31 @@ def test_value_round_trip(m: TxnMetadata) -> None:
     assert value is not None
     assert value[:2] == b"\x00\x00"  # value version 0
     assert txn_log.decode_value(m.transactional_id, value) == m
+
+
+@pytest.mark.parametrize("m", PERSISTED + [
+    dataclasses.replace(meta(S.PREPARE_COMMIT, PARTS, epoch=32767), next_producer_id=9001, client_transaction_version=2),
+    dataclasses.replace(meta(S.COMPLETE_ABORT, pid=9001, epoch=0), previous_producer_id=4242, client_transaction_version=2),
+], ids=lambda m: f"{m.state.name}-{len(m.partitions)}-tv{m.client_transaction_version}")
+def test_value_v1_round_trip(m: TxnMetadata) -> None:
+    """TransactionLogValue v1 (written once transaction.version is 1 or more): compact arrays and
+    the three tagged fields, each only when it is not its default."""
+    value = txn_log.encode_value(m, 1)
+    assert value is not None and value[:2] == b"\x00\x01"
+    assert txn_log.decode_value(m.transactional_id, value) == m
+    tags = value[-1:] == b"\x00"  # no tagged field at all: the section is one zero count
+    assert tags == (m.previous_producer_id == -1 and m.next_producer_id == -1 and m.client_transaction_version == 0)
+
+
+def test_value_v1_tagged_fields_bytes() -> None:
+    m = dataclasses.replace(meta(S.COMPLETE_COMMIT, pid=7, epoch=0), previous_producer_id=6, client_transaction_version=2)
+    value = txn_log.encode_value(m, 1)
+    assert value is not None
+    # null partitions are not written for COMPLETE_COMMIT: an empty compact array (length + 1 = 1)
+    expected_tail = struct.pack(">qq", m.last_update_ms, m.start_ms) + bytes(
+        [2, 0, 8]) + struct.pack(">q", 6) + bytes([2, 2]) + struct.pack(">h", 2)
+    assert value.endswith(expected_tail)
+    assert value[:2 + 8 + 2 + 4 + 1 + 1] == struct.pack(">hqhib", 1, 7, 0, 60_000, S.COMPLETE_COMMIT.value) + b"\x01"
 
 
 @pytest.mark.parametrize("txn_id", ["txn-1", "", "ü-ß-🙂 id", "x" * 300])
@@ -138,7 +164,7 @@ def test_decode_flexible_v1_value() -> None:
         transactional_id="tx", producer_id=9001, producer_epoch=7, timeout_ms=30_000, state=S.PREPARE_COMMIT,
         partitions=frozenset({TopicPartition("orders", 3), TopicPartition("orders", 1),
                               TopicPartition(long_topic, 0)}),
-        start_ms=4_000, last_update_ms=5_000)
+        start_ms=4_000, last_update_ms=5_000, previous_producer_id=8999, client_transaction_version=1)
 
 
 def test_decode_flexible_v1_value_with_null_partitions() -> None:

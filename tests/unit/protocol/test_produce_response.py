@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
-from kio.schema.produce.v11.response import (
+from kio.schema.produce.v12.response import (
     BatchIndexAndErrorMessage,
     LeaderIdAndEpoch,
     NodeEndpoint,
