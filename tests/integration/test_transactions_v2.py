@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -274,3 +275,29 @@ def test_a_late_write_of_a_committed_transaction(kafka_broker, tv: int) -> None:
             p.produce(topic, 0, b"t2-a")
             assert p.end(True)[0] == NONE
             assert _read_committed(kafka_broker.bootstrap, topic, 1, 3) == [b"t1-a", b"t1-late", b"t2-a"]
+
+
+def test_transaction_log_records_kafka_decodes(broker_factory) -> None:
+    """__transaction_state written under v2 is TransactionLogValue v1 with its tagged fields, and
+    Kafka's DumpLogSegments --transaction-log-decoder reads it (minikafka's files only)."""
+    import kafka_ref
+
+    kafka_ref.jars_or_skip("DumpLogSegments")
+    broker = broker_factory()
+    tid = f"tv2-log-{uuid.uuid4().hex[:8]}"
+    with RawClient.connect(broker.bootstrap) as c:
+        topic = _topic(c, 1)
+        p = Producer(c, tid, tv=2)
+        p.init()
+        p.produce(topic, 0, b"x")
+        assert p.end(True)[0] == NONE
+        assert _stable(c, topic, 0) == (2, 2)
+    assert broker.term() == 0, broker.log_tail()
+    logs = sorted(str(f) for f in Path(broker.data_dir).glob("__transaction_state-*/*.log"))
+    dump = kafka_ref.dump_log_segments(logs, "--transaction-log-decoder")
+    assert dump.returncode == 0 and "Exception" not in dump.stderr, dump.stderr[-3000:]
+    states = [ln for ln in dump.stdout.splitlines() if f'"transactionalId":"{tid}"' in ln]
+    assert len(states) >= 3, dump.stdout[-3000:]  # Empty (init), Ongoing, PrepareCommit, CompleteCommit
+    last = states[-1]
+    assert '"version":"1"' in last and '"transactionStatus":4' in last, last
+    assert '"producerEpoch":1' in last and '"clientTransactionVersion":2' in last, last
