@@ -34,11 +34,7 @@ TIMEOUT_S = 180
 # Cells known to fail on minikafka until a later issue lands: (client, scenario) -> why. They show
 # as "FAILED (issue N)" with the reason in the notes, and do not fail `make compat`; any other
 # failure does, and so does a known one that starts to pass (the entry is then stale).
-KNOWN_ON_MINIKAFKA = {
-    ("platformatic", s): "issue 18: @platformatic/kafka's consumer sends only Fetch v13+ (topics named by "
-                         "id; at v12 it puts the id where the name goes), and minikafka serves Fetch up to v12"
-    for s in ("produce_consume", "group_resume", "idempotent", "transactional")
-}
+KNOWN_ON_MINIKAFKA: dict[tuple[str, str], str] = {}  # none since Fetch v13+ (issue 18): @platformatic/kafka consumes
 
 
 @dataclass(frozen=True)
