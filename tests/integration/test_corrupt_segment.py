@@ -61,13 +61,16 @@ def _damage(broker, topic: str, how: str) -> int:
 
 
 def _consume(bootstrap: str, topic: str, settle_s: float = 3.0) -> tuple[dict[int, bytes], list[KafkaError]]:
-    """Everything a consumer gets from offset 0: records, and errors, until nothing new for settle_s."""
+    """Everything a consumer gets from offset 0: records, and errors, until nothing new for settle_s
+    after the first of them (the wait for the first is bounded by the deadline only: on a busy
+    machine connecting and the first fetch can take longer than settle_s, and a window that
+    started before them ended with nothing read)."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"c-{uuid.uuid4().hex[:6]}", "log_level": 3,
                   "enable.auto.commit": False, "fetch.error.backoff.ms": 100})
     c.assign([TopicPartition(topic, 0, 0)])
     got: dict[int, bytes] = {}
     errors: list[KafkaError] = []
-    quiet_since = time.monotonic()
+    quiet_since = float("inf")  # set by the first record or error
     deadline = time.monotonic() + 60
     try:
         while time.monotonic() < deadline and time.monotonic() - quiet_since < settle_s:
