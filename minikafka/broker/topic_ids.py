@@ -1,6 +1,6 @@
 """The topic-id door (KIP-516): requests that name topics by id, for handlers that work by name.
 
-Fetch v13+, OffsetCommit v10 and OffsetFetch v10 name each topic by its id alone. Their handlers
+Produce v13, Fetch v13+, OffsetCommit v10 and OffsetFetch v10 name each topic by its id alone. Their handlers
 read and answer the last version that names topics (protocol.versions.BY_NAME_UNTIL); this door
 stands in front of each and, for a by-id version, resolves the ids to names before the handler and
 puts the ids back into its answer. Kafka does the same in KafkaApis: an id it cannot resolve (the
@@ -12,6 +12,10 @@ the handler finds no log under it and answers that topic like any missing one; t
 turns those answers into UNKNOWN_TOPIC_ID. The handler answers one topic entry per requested
 topic, in request order, so the answer's entries are matched to the request's ids by position (a
 request may name one id twice, and each gets its own answer).
+
+Produce: the batches for an unknown id are not appended; the door answers UNKNOWN_TOPIC_ID for
+each of their partitions (after the handler, for the known ones). An acks=0 request gets no
+answer, and the connection is closed when any partition failed, as for every acks=0 Produce.
 
 OffsetCommit and OffsetFetch: unknown ids never reach the group coordinator (a name that is no
 topic must not be committed); the door answers them itself, and maps the handler's names back to
@@ -26,12 +30,12 @@ import functools
 from typing import Any
 
 from minikafka.broker.context import RequestContext
-from minikafka.broker.dispatch import Handler
+from minikafka.broker.dispatch import CloseConnection, Handler
 from minikafka.protocol import fetch_response, versions
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import ZERO_MS
 
-FETCH, OFFSET_COMMIT, OFFSET_FETCH = 1, 8, 9
+PRODUCE, FETCH, OFFSET_COMMIT, OFFSET_FETCH = 0, 1, 8, 9
 _UNKNOWN = "\x00unknown topic id "  # + the id: a name validate_topic_name never lets a topic have
 
 
@@ -67,6 +71,16 @@ class _Door:
     def name_of(self, topic_id: Any) -> str | None:
         info = None if topic_id is None else self.logs.topic_by_id(topic_id)
         return None if info is None else info.name
+
+    def by_name(self, topics: Any, topics_field: str, partitions_field: str
+                ) -> tuple[type[Any], list[Any], list[Any], dict[str, Any]]:
+        """The handler's request class, the request's topics whose ids are known as its by-name
+        topic entries, those whose ids are not, and name -> id of the known ones."""
+        request_cls, topic_cls, partition_cls = _named_request(self.api_key, topics_field, partitions_field)
+        ids: dict[str, Any] = {}
+        known, unknown = self.split(topics, lambda name, t: topic_cls(name=name, **{
+            partitions_field: _as(partition_cls, getattr(t, partitions_field))}), ids)
+        return request_cls, known, unknown, ids
 
     def split(self, topics: Any, named: Any, ids: dict[str, Any]) -> tuple[list[Any], list[Any]]:
         """The request's topics whose ids are known, each made by-name by named(name, topic), and
@@ -121,16 +135,44 @@ class FetchByTopicId(_Door):
                             session_id=answer.session_id, responses=tuple(topics))
 
 
+class ProduceByTopicId(_Door):
+    """Produce v13 (topic ids) answered by the by-name Produce handler (v12 shape)."""
+
+    api_key = PRODUCE
+
+    async def serve(self, ctx: RequestContext, req: Any) -> Any:
+        request_cls, known, unknown, ids = self.by_name(req.topic_data, "topic_data", "partition_data")
+        response_cls, answer_topic_cls, answer_partition_cls = _by_id_response(
+            PRODUCE, "responses", "partition_responses")
+        topics: list[Any] = []
+        throttle = ZERO_MS
+        if known:
+            answer = await self.inner(ctx, request_cls(transactional_id=req.transactional_id, acks=req.acks,
+                                                       timeout=req.timeout, topic_data=tuple(known)))
+            if answer is None:  # acks=0: nothing is answered
+                if unknown:  # ... but a failed partition closes the connection, as Kafka does
+                    raise CloseConnection("acks=0 Produce named unknown topic ids")
+                return None
+            throttle = answer.throttle_time
+            topics = [answer_topic_cls(topic_id=ids.get(t.name), partition_responses=tuple(
+                versions.convert(p, answer_partition_cls) for p in t.partition_responses)) for t in answer.responses]
+        elif req.acks == 0:
+            if unknown:
+                raise CloseConnection("acks=0 Produce named unknown topic ids")
+            return None
+        topics += [answer_topic_cls(topic_id=t.topic_id, partition_responses=tuple(
+            answer_partition_cls(index=p.index, error_code=ErrorCode.unknown_topic_id, base_offset=-1,
+                                 record_errors=()) for p in t.partition_data)) for t in unknown]
+        return response_cls(responses=tuple(topics), throttle_time=throttle)
+
+
 class OffsetCommitByTopicId(_Door):
     """OffsetCommit v10 (topic ids) answered by the by-name handler (v9 shape)."""
 
     api_key = OFFSET_COMMIT
 
     async def serve(self, ctx: RequestContext, req: Any) -> Any:
-        request_cls, topic_cls, partition_cls = _named_request(OFFSET_COMMIT, "topics", "partitions")
-        ids: dict[str, Any] = {}
-        known, unknown = self.split(
-            req.topics, lambda name, t: topic_cls(name=name, partitions=_as(partition_cls, t.partitions)), ids)
+        request_cls, known, unknown, ids = self.by_name(req.topics, "topics", "partitions")
         response_cls, answer_topic_cls, answer_partition_cls = _by_id_response(OFFSET_COMMIT, "topics", "partitions")
         topics = []
         throttle = ZERO_MS
@@ -189,8 +231,8 @@ class OffsetFetchByTopicId(_Door):
         return response_cls(throttle_time=answer.throttle_time, groups=tuple(answered))
 
 
-DOORS: dict[int, type[_Door]] = {FETCH: FetchByTopicId, OFFSET_COMMIT: OffsetCommitByTopicId,
-                                 OFFSET_FETCH: OffsetFetchByTopicId}
+DOORS: dict[int, type[_Door]] = {PRODUCE: ProduceByTopicId, FETCH: FetchByTopicId,
+                                 OFFSET_COMMIT: OffsetCommitByTopicId, OFFSET_FETCH: OffsetFetchByTopicId}
 
 
 def _as(cls: type[Any], entities: tuple[Any, ...]) -> tuple[Any, ...]:

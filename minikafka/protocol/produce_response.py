@@ -1,5 +1,6 @@
-"""Produce responses (v3-v12) written straight from the canonical response, byte for byte what
-downgrading it and encoding it with kio gives.
+"""Produce responses (v3-v13) written straight from the handler's answer, byte for byte what
+downgrading it and encoding it with kio gives: v3-v12 from the by-name (v12) answer, v13 (topics
+named by id) from the v13 answer the topic-id door makes (broker/topic_ids.py).
 
 Why: a Produce answer is written for every acknowledged batch, and the generic path (convert the
 v12 entity to the request's version, then kio's writer, which opens a BytesIO per flexible entity
@@ -25,7 +26,9 @@ _PARTITION_V3 = struct.Struct(">ihqq")
 _PARTITION_V5 = struct.Struct(">ihqqq")
 
 FIRST_FLEXIBLE = 9
-MIN_VERSION, MAX_VERSION = 3, 12
+MIN_VERSION, MAX_VERSION = 3, 13
+FIRST_BY_ID = 13
+_ZERO_ID = bytes(16)
 
 
 def _millis(dt: Any) -> int:
@@ -33,8 +36,8 @@ def _millis(dt: Any) -> int:
 
 
 def encode_produce_response(version: int, correlation_id: int, response: Any) -> bytes | None:
-    """Size prefix + header + body of `response` (the canonical v12 entity) in `version`, or None
-    when the generic writer must do it."""
+    """Size prefix + header + body of `response` in `version`, or None when the generic writer must
+    do it. `response` is a v12 entity (topic names) up to v12, a v13 one (topic ids) for v13."""
     if not MIN_VERSION <= version <= MAX_VERSION or response.node_endpoints:
         return None
     flexible = version >= FIRST_FLEXIBLE
@@ -44,8 +47,12 @@ def encode_produce_response(version: int, correlation_id: int, response: Any) ->
     if flexible:
         out.append(b"\x00")  # response header v1: no tagged fields
     out.append(_array_length(len(response.responses), flexible))
+    by_id = version >= FIRST_BY_ID
     for topic in response.responses:
-        out.append(_string(topic.name, flexible))
+        if by_id:  # kio reads the all-zero id as None and writes None as it
+            out.append(_ZERO_ID if topic.topic_id is None else topic.topic_id.bytes)
+        else:
+            out.append(_string(topic.name, flexible))
         out.append(_array_length(len(topic.partition_responses), flexible))
         for p in topic.partition_responses:
             leader = p.current_leader

@@ -32,7 +32,7 @@ class VersionRange(NamedTuple):
 # Ranges from shared/reference/protocol.md section 3. The advertised set is this table
 # intersected with the handlers actually registered (broker/dispatch.py).
 SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
-    0: VersionRange(3, 12),    # Produce; 12 is transactions v2 (implicit partition add), 13 names topics by id
+    0: VersionRange(3, 13),    # Produce; 12 is transactions v2 (implicit partition add), 13 names topics by id
     1: VersionRange(4, 18),    # Fetch; v13+ names topics by id only (see BY_NAME_UNTIL)
     2: VersionRange(1, 11),    # ListOffsets
     3: VersionRange(0, 13),    # Metadata; v13 (KIP-1102) adds a top-level error code
@@ -86,6 +86,7 @@ SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
 # on unconverted, for the topic-id door in front of the handler (broker/topic_ids.py) to translate
 # both ways. Kafka keeps both fields in one class; kio has one class per version.
 BY_NAME_UNTIL: Final[Mapping[int, int]] = MappingProxyType({
+    0: 12,    # Produce
     1: 12,    # Fetch
     8: 9,     # OffsetCommit
     9: 9,     # OffsetFetch

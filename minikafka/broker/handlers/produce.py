@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from minikafka import faults
 from minikafka.broker import txn_enrollment
 from minikafka.broker.context import RequestContext
+from minikafka.broker.dispatch import CloseConnection
 from minikafka.broker.services import BrokerServices
 from minikafka.protocol import messages
 from minikafka.protocol.errors import CorruptRecord, ErrorCode, InvalidRecord, RecordError
@@ -56,6 +57,12 @@ class ProduceHandler:
                 parts.append(self._append(tp, p.records, now_ms, req.transactional_id))
             topics.append(messages.TopicProduceResponse(name=t.name, partition_responses=tuple(parts)))
         if acks == 0:
+            # No answer; but a partition that failed closes the connection, as Kafka does (so the
+            # client, which hears nothing, reconnects and refreshes its metadata).
+            failed = [(t.name, p.index, p.error_code.name) for t in topics for p in t.partition_responses
+                      if p.error_code is not ErrorCode.none]
+            if failed:
+                raise CloseConnection(f"acks=0 Produce failed for {failed[:5]}")
             return None
         return messages.ProduceResponse(responses=tuple(topics), throttle_time=ZERO_MS)
 

@@ -17,11 +17,15 @@ from kio.schema.produce.v12.response import (
     ProduceResponse,
     TopicProduceResponse,
 )
+from kio.schema.produce.v13.response import BatchIndexAndErrorMessage as BatchIndexAndErrorMessageById
+from kio.schema.produce.v13.response import PartitionProduceResponse as PartitionProduceResponseById
+from kio.schema.produce.v13.response import ProduceResponse as ProduceResponseById
+from kio.schema.produce.v13.response import TopicProduceResponse as TopicProduceResponseById
 from kio.static.primitive import i32, i32Timedelta, i64
 
 from direct_writers import assert_writes_like_kio
 
-from minikafka.protocol.produce_response import MAX_VERSION, MIN_VERSION, encode_produce_response
+from minikafka.protocol.produce_response import FIRST_BY_ID, MAX_VERSION, MIN_VERSION, encode_produce_response
 
 pytestmark = pytest.mark.unit
 
@@ -49,10 +53,31 @@ responses = st.builds(
 )
 
 
+partitions_by_id = partitions.map(lambda p: PartitionProduceResponseById(
+    index=p.index, error_code=p.error_code, base_offset=p.base_offset, log_append_time=p.log_append_time,
+    log_start_offset=p.log_start_offset, error_message=p.error_message, record_errors=tuple(
+        BatchIndexAndErrorMessageById(batch_index=e.batch_index, batch_index_error_message=e.batch_index_error_message)
+        for e in p.record_errors)))
+responses_by_id = st.builds(  # v13: topics named by id (the topic-id door's answer); None is the zero id
+    ProduceResponseById,
+    responses=st.lists(st.builds(TopicProduceResponseById, topic_id=st.one_of(st.none(), st.uuids()),
+                                 partition_responses=st.lists(partitions_by_id, max_size=4).map(tuple)),
+                       max_size=4).map(tuple),
+    throttle_time=st.integers(0, 100_000).map(lambda n: i32Timedelta.parse(datetime.timedelta(milliseconds=n))),
+)
+
+
 @settings(max_examples=300, deadline=None)
-@given(response=responses, version=st.integers(MIN_VERSION, MAX_VERSION), correlation_id=st.integers(0, 2**31 - 1))
+@given(response=responses, version=st.integers(MIN_VERSION, FIRST_BY_ID - 1), correlation_id=st.integers(0, 2**31 - 1))
 def test_same_bytes_as_the_generic_writer(response: ProduceResponse, version: int, correlation_id: int) -> None:
     assert_writes_like_kio(0, encode_produce_response, version, correlation_id, response)
+
+
+@settings(max_examples=200, deadline=None)
+@given(response=responses_by_id, correlation_id=st.integers(0, 2**31 - 1))
+def test_same_bytes_as_the_generic_writer_by_topic_id(response: ProduceResponseById, correlation_id: int) -> None:
+    for version in range(FIRST_BY_ID, MAX_VERSION + 1):
+        assert_writes_like_kio(0, encode_produce_response, version, correlation_id, response)
 
 
 def test_tagged_fields_take_the_generic_path() -> None:
