@@ -12,13 +12,16 @@ from typing import Any
 import pytest
 from clients import uniq
 from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
-from rawclient import RawClient, create_topics_v7, metadata_v12, ms
+from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+from kio.static.primitive import i8
+from rawclient import RawClient, create_topics_v7, metadata_v12, ms, retry_while
 
 from minikafka.protocol import versions
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID = 3, 100
+COORDINATOR_RETRIABLE = {14, 15, 16}  # LOAD_IN_PROGRESS, NOT_AVAILABLE, NOT_COORDINATOR
 COMMIT = versions.request_class(8, 10)
 COMMIT_TOPIC = versions.nested_class(COMMIT, "topics")
 COMMIT_PARTITION = versions.nested_class(COMMIT_TOPIC, "partitions")
@@ -54,7 +57,19 @@ def test_offsets_committed_and_fetched_by_topic_id(kafka_broker) -> None:
         ids = {t.name: t.topic_id for t in md.topics}
         tid, did = ids[topic], ids[doomed]
 
-        assert _commit(c, group, [(tid, [0, 1]), (did, [0])], 5) == {(tid, 0): 0, (tid, 1): 0, (did, 0): 0}
+        # Kafka: the group's coordinator must be found (and __consumer_offsets created and loaded) first
+        def find() -> tuple[Any, int]:
+            coord = c.request(FindCoordinatorRequest(key_type=i8(0), coordinator_keys=(group,)), 4).coordinators[0]
+            return coord, int(coord.error_code)
+
+        assert retry_while(find, "FindCoordinator", COORDINATOR_RETRIABLE)[1] == 0
+
+        def first_commit() -> tuple[Any, int]:
+            got = _commit(c, group, [(tid, [0, 1]), (did, [0])], 5)
+            return got, max(got.values())
+
+        got, _ = retry_while(first_commit, "OffsetCommit v10", COORDINATOR_RETRIABLE)
+        assert got == {(tid, 0): 0, (tid, 1): 0, (did, 0): 0}
         assert _commit(c, group, [(stranger, [0])], 6) == {(stranger, 0): UNKNOWN_TOPIC_ID}
         assert _commit(c, group, [(None, [0])], 6) == {(None, 0): UNKNOWN_TOPIC_ID}
         assert _commit(c, group, [(tid, [0, 7]), (stranger, [0, 1])], 9) == {
