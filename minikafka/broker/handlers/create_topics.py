@@ -30,42 +30,43 @@ class CreateTopicsHandler:
         seen: dict[str, int] = {}
         for t in req.topics:
             seen[t.name] = seen.get(t.name, 0) + 1
-        results = []
         quota = mutation_quota(self.svc.quotas, self.api_key, ctx.api_version, ctx.client_id, self.svc.clock.now_ms())
-        refusal = self._refusal(req.topics, seen)
+        # One validation pass: each topic's partition count, or the error it is answered.
+        plans = [self._plan(t) if seen[t.name] == 1 else _err(
+            t.name, ErrorCode.invalid_request, f"Create topics request from client contains multiple entries for {t.name}")
+            for t in req.topics]
+        refusal = self._refusal(req.topics, plans)
         if refusal is not None:
             return messages.CreateTopicsResponse(throttle_time=quota.throttle_time(), topics=tuple(
                 _err(t.name, ErrorCode.policy_violation, refusal) for t in req.topics))
-        for t in req.topics:
-            if seen[t.name] > 1:
-                results.append(_err(t.name, ErrorCode.invalid_request,
-                                    f"Create topics request from client contains multiple entries for {t.name}"))
-                continue
-            results.append(self._create(t, req.validate_only, quota))
+        results = [plan if isinstance(plan, messages.CreatableTopicResult)
+                   else self._create(t, plan, req.validate_only, quota) for t, plan in zip(req.topics, plans, strict=True)]
         return messages.CreateTopicsResponse(throttle_time=quota.throttle_time(), topics=tuple(results))
 
-    def _refusal(self, topics: Any, seen: dict[str, int]) -> str | None:
+    def _refusal(self, topics: Any, plans: list[int | messages.CreatableTopicResult]) -> str | None:
         """Kafka's controller limits on the whole request (controller_limits): the message every
-        topic gets, or None."""
+        topic gets, or None. The records count only the topics that passed validation."""
         default = int(self.svc.config["num.partitions"])
         if controller_limits.requested_partitions(topics, default) > controller_limits.MAX_PARTITIONS_PER_REQUEST:
             return controller_limits.TOO_MANY_PARTITIONS_MESSAGE
-        records = sum(self._records(t) for t in topics if seen[t.name] == 1)
+        records = sum(controller_limits.topic_records(plan, len({c.name for c in t.configs}))
+                      for t, plan in zip(topics, plans, strict=True) if isinstance(plan, int))
         if records > controller_limits.MAX_RECORDS_PER_USER_OP:
             return controller_limits.EXCESSIVE_BATCH_MESSAGE
         return None
 
-    def _records(self, t: Any) -> int:
-        """The metadata records Kafka's controller would write for this topic (0 if it fails)."""
+    def _plan(self, t: Any) -> int | messages.CreatableTopicResult:
+        """The topic's partition count once every check of a creation passed (assignment,
+        replication factor, name, existence, configs), or the error it is answered."""
         shape = self._shape(t)
         if isinstance(shape, messages.CreatableTopicResult):
-            return 0
-        configs = {c.name: c.value for c in t.configs}
+            return shape
         try:
-            self.svc.logs.create_topic(t.name, shape, configs, now_ms=self.svc.clock.now_ms(), validate_only=True)
-        except TopicError:
-            return 0
-        return controller_limits.topic_records(shape, len(configs))
+            self.svc.logs.create_topic(t.name, shape, {c.name: c.value for c in t.configs},
+                                       now_ms=self.svc.clock.now_ms(), validate_only=True)
+        except TopicError as exc:
+            return _err(t.name, exc.error_code, str(exc))
+        return shape
 
     def _shape(self, t: Any) -> int | messages.CreatableTopicResult:
         """The topic's partition count, or the error its assignment or replication factor gets."""
@@ -87,21 +88,15 @@ class CreateTopicsHandler:
                         f"factor of {replication} cannot be reached because only 1 broker(s) are registered.")
         return partitions
 
-    def _create(self, t: Any, validate_only: bool, quota: MutationQuota) -> messages.CreatableTopicResult:
-        shape = self._shape(t)
-        if isinstance(shape, messages.CreatableTopicResult):
-            return shape
-        partitions = shape
+    def _create(self, t: Any, partitions: int, validate_only: bool, quota: MutationQuota) -> messages.CreatableTopicResult:
+        """Create (or, validate_only, describe) a topic that passed _plan."""
         replication = 1
+        # Kafka counts the partitions against controller_mutation_rate once the topic passed every
+        # other check, and refuses it (strict versions) when used up.
+        if quota.applies and not quota.admit(partitions):
+            return _err(t.name, ErrorCode.throttling_quota_exceeded, THROTTLING_QUOTA_EXCEEDED_MESSAGE)
         configs = {c.name: c.value for c in t.configs}
         try:
-            if quota.applies:
-                # Kafka counts the partitions against controller_mutation_rate once the topic
-                # passed every other check, and refuses it (strict versions) when used up.
-                self.svc.logs.create_topic(t.name, partitions, configs, now_ms=self.svc.clock.now_ms(),
-                                           validate_only=True)
-                if not quota.admit(partitions):
-                    return _err(t.name, ErrorCode.throttling_quota_exceeded, THROTTLING_QUOTA_EXCEEDED_MESSAGE)
             info = self.svc.logs.create_topic(t.name, partitions, configs, now_ms=self.svc.clock.now_ms(),
                                               validate_only=validate_only)
         except TopicError as exc:
