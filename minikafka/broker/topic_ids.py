@@ -1,26 +1,18 @@
 """The topic-id door (KIP-516): requests that name topics by id, for handlers that work by name.
 
-Produce v13, Fetch v13+, OffsetCommit v10 and OffsetFetch v10 name each topic by its id alone. Their handlers
-read and answer the last version that names topics (protocol.versions.BY_NAME_UNTIL); this door
-stands in front of each and, for a by-id version, resolves the ids to names before the handler and
-puts the ids back into its answer. Kafka does the same in KafkaApis: an id it cannot resolve (the
-all-zero id included) is answered UNKNOWN_TOPIC_ID on every partition asked for, and the rest of
-the request goes on without it.
+Produce v13, Fetch v13+, OffsetCommit v10 and OffsetFetch v10 name each topic by its id alone.
+Their handlers read and answer the last version that names topics (protocol.versions.
+BY_NAME_UNTIL); a door stands in front of each and, for a by-id version, does what KafkaApis does:
+the topics whose ids the broker knows go to the handler by name, and the door maps its answer back
+to the ids asked; an id it cannot resolve (the all-zero id included) never reaches the handler (no
+log read, nothing appended or committed) and is answered UNKNOWN_TOPIC_ID on every partition asked
+for, after the others, as Kafka lists its erroneous partitions after the ones it read. A Produce,
+Fetch or OffsetCommit with no known id does not reach its handler at all.
 
-Fetch: an unknown id becomes a name no topic can have (a NUL is not a legal topic character), so
-the handler finds no log under it and answers that topic like any missing one; the door then
-turns those answers into UNKNOWN_TOPIC_ID. The handler answers one topic entry per requested
-topic, in request order, so the answer's entries are matched to the request's ids by position (a
-request may name one id twice, and each gets its own answer).
-
-Produce: the batches for an unknown id are not appended; the door answers UNKNOWN_TOPIC_ID for
-each of their partitions (after the handler, for the known ones). An acks=0 request gets no
-answer, and the connection is closed when any partition failed, as for every acks=0 Produce.
-
-OffsetCommit and OffsetFetch: unknown ids never reach the group coordinator (a name that is no
-topic must not be committed); the door answers them itself, and maps the handler's names back to
-the ids asked for. OffsetFetch of every topic (null topics) answers the topics that exist; offsets
-left by a deleted topic have no id to answer with (Kafka deletes them with the topic).
+Fetch: a request with known ids long-polls on them alone. Produce: an acks=0 request gets no
+answer, and an unknown id closes the connection, as any failed partition of an acks=0 Produce
+does. OffsetFetch of every topic (null topics) answers the topics that exist: offsets left by a
+deleted topic have no id to answer with (Kafka deletes them with the topic).
 """
 
 from __future__ import annotations
@@ -36,7 +28,6 @@ from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import ZERO_MS
 
 PRODUCE, FETCH, OFFSET_COMMIT, OFFSET_FETCH = 0, 1, 8, 9
-_UNKNOWN = "\x00unknown topic id "  # + the id: a name validate_topic_name never lets a topic have
 
 
 def door(api_key: int, handler: Handler, logs: Any) -> Handler:
@@ -54,9 +45,10 @@ class _Door:
     def __init__(self, inner: Handler, logs: Any) -> None:
         self.inner = inner
         self.logs = logs  # storage.LogManager (or anything with topic_by_id and topics)
+        self.first_by_id = versions.BY_NAME_UNTIL[self.api_key] + 1  # every Produce and Fetch asks
 
     async def __call__(self, ctx: RequestContext, req: Any) -> Any:
-        if not versions.by_topic_id(self.api_key, ctx.api_version):
+        if ctx.api_version < self.first_by_id:
             return await self.inner(ctx, req)
         return await self.serve(ctx, req)
 
@@ -72,14 +64,14 @@ class _Door:
         info = None if topic_id is None else self.logs.topic_by_id(topic_id)
         return None if info is None else info.name
 
-    def by_name(self, topics: Any, topics_field: str, partitions_field: str
+    def by_name(self, topics: Any, topics_field: str, partitions_field: str, name_field: str = "name"
                 ) -> tuple[type[Any], list[Any], list[Any], dict[str, Any]]:
         """The handler's request class, the request's topics whose ids are known as its by-name
         topic entries, those whose ids are not, and name -> id of the known ones."""
         request_cls, topic_cls, partition_cls = _named_request(self.api_key, topics_field, partitions_field)
         ids: dict[str, Any] = {}
-        known, unknown = self.split(topics, lambda name, t: topic_cls(name=name, **{
-            partitions_field: _as(partition_cls, getattr(t, partitions_field))}), ids)
+        known, unknown = self.split(topics, lambda name, t: topic_cls(**{
+            name_field: name, partitions_field: _as(partition_cls, getattr(t, partitions_field))}), ids)
         return request_cls, known, unknown, ids
 
     def split(self, topics: Any, named: Any, ids: dict[str, Any]) -> tuple[list[Any], list[Any]]:
@@ -102,37 +94,27 @@ class FetchByTopicId(_Door):
     api_key = FETCH
 
     async def serve(self, ctx: RequestContext, req: Any) -> Any:
-        answer = await self.inner(ctx, self._by_name(req))
-        return self._by_id(req, answer)
-
-    def _by_name(self, req: Any) -> Any:
-        request_cls, topic_cls, partition_cls = _named_request(FETCH, "topics", "partitions")
-        topics = []
-        for t in req.topics:
-            name = self.name_of(t.topic_id) or f"{_UNKNOWN}{t.topic_id}"
-            topics.append(topic_cls(topic=name, partitions=_as(partition_cls, t.partitions)))
-        # Forgotten topics belong to fetch sessions (KIP-227), which this broker does not keep:
-        # every Fetch is answered as sessionless (session id 0) and lists all it asks for.
-        return request_cls(
-            replica_id=-1, max_wait=req.max_wait, min_bytes=req.min_bytes, max_bytes=req.max_bytes,
-            isolation_level=req.isolation_level, session_id=req.session_id,
-            session_epoch=req.session_epoch, topics=tuple(topics), forgotten_topics_data=(),
-            rack_id=req.rack_id,
-        )
-
-    def _by_id(self, req: Any, answer: Any) -> Any:
+        request_cls, known, unknown, ids = self.by_name(req.topics, "topics", "partitions", name_field="topic")
         response_cls, topic_cls, partition_cls = _by_id_response(FETCH, "responses", "partitions")
-        if len(answer.responses) != len(req.topics):
-            # A top-level error (no topics at all): nothing to put ids into.
-            return response_cls(throttle_time=answer.throttle_time, error_code=answer.error_code,
-                                session_id=answer.session_id, responses=())
-        topics = []
-        for asked, t in zip(req.topics, answer.responses, strict=True):
-            unknown = t.topic.startswith(_UNKNOWN)
-            parts = tuple(_partition_by_id(partition_cls, p, unknown) for p in t.partitions)
-            topics.append(topic_cls(topic_id=asked.topic_id, partitions=parts))
-        return response_cls(throttle_time=answer.throttle_time, error_code=answer.error_code,
-                            session_id=answer.session_id, responses=tuple(topics))
+        throttle, error, session_id, topics = ZERO_MS, ErrorCode.none, 0, []
+        if known:
+            # Forgotten topics belong to fetch sessions (KIP-227), which this broker does not keep:
+            # every Fetch is answered as sessionless (session id 0) and lists all it asks for.
+            answer = await self.inner(ctx, request_cls(
+                replica_id=-1, max_wait=req.max_wait, min_bytes=req.min_bytes, max_bytes=req.max_bytes,
+                isolation_level=req.isolation_level, session_id=req.session_id, session_epoch=req.session_epoch,
+                topics=tuple(known), forgotten_topics_data=(), rack_id=req.rack_id))
+            throttle, error, session_id = answer.throttle_time, answer.error_code, answer.session_id
+            if error is not ErrorCode.none:  # a top-level error answers no topic at all
+                return response_cls(throttle_time=throttle, error_code=error, session_id=session_id, responses=())
+            topics = [topic_cls(topic_id=ids[t.topic], partitions=tuple(_partition_by_id(partition_cls, p)
+                                                                         for p in t.partitions))
+                      for t in answer.responses]
+        topics += [topic_cls(topic_id=t.topic_id, partitions=tuple(partition_cls(
+            partition_index=p.partition, error_code=ErrorCode.unknown_topic_id, high_watermark=-1,
+            last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None, preferred_read_replica=-1,
+            records=b"") for p in t.partitions)) for t in unknown]
+        return response_cls(throttle_time=throttle, error_code=error, session_id=session_id, responses=tuple(topics))
 
 
 class ProduceByTopicId(_Door):
@@ -144,26 +126,20 @@ class ProduceByTopicId(_Door):
         request_cls, known, unknown, ids = self.by_name(req.topic_data, "topic_data", "partition_data")
         response_cls, answer_topic_cls, answer_partition_cls = _by_id_response(
             PRODUCE, "responses", "partition_responses")
-        topics: list[Any] = []
-        throttle = ZERO_MS
+        answer = None
         if known:
             answer = await self.inner(ctx, request_cls(transactional_id=req.transactional_id, acks=req.acks,
                                                        timeout=req.timeout, topic_data=tuple(known)))
-            if answer is None:  # acks=0: nothing is answered
-                if unknown:  # ... but a failed partition closes the connection, as Kafka does
-                    raise CloseConnection("acks=0 Produce named unknown topic ids")
-                return None
-            throttle = answer.throttle_time
-            topics = [answer_topic_cls(topic_id=ids.get(t.name), partition_responses=tuple(
-                versions.convert(p, answer_partition_cls) for p in t.partition_responses)) for t in answer.responses]
-        elif req.acks == 0:
+        if req.acks == 0:  # nothing is answered; a failed partition closes the connection, as Kafka does
             if unknown:
                 raise CloseConnection("acks=0 Produce named unknown topic ids")
             return None
+        topics = [] if answer is None else [answer_topic_cls(topic_id=ids[t.name], partition_responses=tuple(
+            versions.convert(p, answer_partition_cls) for p in t.partition_responses)) for t in answer.responses]
         topics += [answer_topic_cls(topic_id=t.topic_id, partition_responses=tuple(
             answer_partition_cls(index=p.index, error_code=ErrorCode.unknown_topic_id, base_offset=-1,
                                  record_errors=()) for p in t.partition_data)) for t in unknown]
-        return response_cls(responses=tuple(topics), throttle_time=throttle)
+        return response_cls(responses=tuple(topics), throttle_time=ZERO_MS if answer is None else answer.throttle_time)
 
 
 class OffsetCommitByTopicId(_Door):
@@ -244,19 +220,17 @@ def _as(cls: type[Any], entities: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(versions.convert(e, cls) for e in entities)
 
 
-def _partition_by_id(cls: type[Any], p: Any, unknown_id: bool) -> Any:
+def _partition_by_id(cls: type[Any], p: Any) -> Any:
     """One partition entry of the handler's answer in the by-id class. Built field by field
     (2 us, where the generic conversion takes 6 us: it converts the three tagged entities too, and
     a Fetch can answer 10,000 partitions); the generic conversion only when a tagged field is set,
     which a single node never does."""
     if not fetch_response.tagged_fields_default(p):
-        p = versions.convert(p, cls)
-        return dataclasses.replace(p, error_code=ErrorCode.unknown_topic_id) if unknown_id else p
-    return cls(partition_index=p.partition_index,
-               error_code=ErrorCode.unknown_topic_id if unknown_id else p.error_code,
-               high_watermark=p.high_watermark, last_stable_offset=p.last_stable_offset,
-               log_start_offset=p.log_start_offset, aborted_transactions=p.aborted_transactions,
-               preferred_read_replica=p.preferred_read_replica, records=p.records)
+        return versions.convert(p, cls)
+    return cls(partition_index=p.partition_index, error_code=p.error_code, high_watermark=p.high_watermark,
+               last_stable_offset=p.last_stable_offset, log_start_offset=p.log_start_offset,
+               aborted_transactions=p.aborted_transactions, preferred_read_replica=p.preferred_read_replica,
+               records=p.records)
 
 
 @functools.cache
