@@ -112,10 +112,10 @@ class ProduceHandler:
             return ErrorCode.transactional_id_authorization_failed
         if self.svc.txn is None or not self.svc.config["transaction.partition.verification.enable"]:
             return ErrorCode.none
-        error = self.svc.txn.verify_partition(transactional_id, h.producer_id, h.producer_epoch, tp)
         # Produce clients older than KIP-890 do not retry CONCURRENT_TRANSACTIONS on a Produce; Kafka
         # answers retriable verification failures with NOT_ENOUGH_REPLICAS instead (protocol.md P-14).
-        return ErrorCode.not_enough_replicas if error is ErrorCode.concurrent_transactions else error
+        return txn_enrollment.produce_error(
+            self.svc.txn.verify_partition(transactional_id, h.producer_id, h.producer_epoch, tp))
 
     def error_response(self, req: Any, code: ErrorCode) -> messages.ProduceResponse:
         return messages.ProduceResponse(

@@ -216,20 +216,16 @@ def decide_end_txn_v2(meta: TxnMetadata | None, *, producer_id: int, epoch: int,
         return Reply(ErrorCode.producer_fenced)
     if pending:
         return Reply(ErrorCode.concurrent_transactions)
-    retry = retry_on_bump or retry_on_overflow
     if state is TxnState.ONGOING:
         return _prepare_end_v2(meta, commit, now_ms, new_producer_id)
-    if state is TxnState.EMPTY:
-        return _prepare_end_v2(meta, False, now_ms, new_producer_id) if not commit \
-            else Reply(ErrorCode.invalid_txn_state)
-    if state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+    if state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):  # the markers are being written
+        same = commit == (state is TxnState.PREPARE_COMMIT)
+        return Reply(ErrorCode.concurrent_transactions if same else ErrorCode.invalid_txn_state)
+    # EMPTY or COMPLETE_*; a retry is possible on COMPLETE_* only (EMPTY takes the current epoch alone)
+    if retry_on_bump or retry_on_overflow:
         same = commit == (state is TxnState.COMPLETE_COMMIT)
-        if retry:
-            return Reply(ErrorCode.none, meta) if same else Reply(ErrorCode.invalid_txn_state)
-        return _prepare_end_v2(meta, False, now_ms, new_producer_id) if not commit \
-            else Reply(ErrorCode.invalid_txn_state)
-    same = commit == (state is TxnState.PREPARE_COMMIT)  # PREPARE_*: the markers are being written
-    return Reply(ErrorCode.concurrent_transactions if same else ErrorCode.invalid_txn_state)
+        return Reply(ErrorCode.none, meta) if same else Reply(ErrorCode.invalid_txn_state)
+    return Reply(ErrorCode.invalid_txn_state) if commit else _prepare_end_v2(meta, False, now_ms, new_producer_id)
 
 
 def _prepare_end_v2(meta: TxnMetadata, commit: bool, now_ms: int, new_producer_id: Callable[[], int]) -> Transition:

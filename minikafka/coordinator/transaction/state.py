@@ -35,7 +35,7 @@ MAX_EPOCH = 32767
 
 # The transaction.version a request speaks (KIP-890 part 2): TV2 clients end every transaction with
 # an epoch bump and add partitions implicitly (Produce v12+, TxnOffsetCommit v5+, EndTxn v5+).
-TV_1, TV_2 = 1, 2
+TV_2 = 2
 
 
 class TxnState(enum.Enum):
