@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from confluent_kafka import OFFSET_END, Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 
@@ -99,6 +99,19 @@ def wait_until(cond: Callable[[], bool], timeout: float, what: str, interval: fl
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for: {what}")
         time.sleep(interval)
+
+
+def future_errors(futures: dict[Any, Any], timeout: float = 60.0) -> dict[Any, KafkaError | None]:
+    """An AdminClient call's futures by key -> None for each that succeeded, else the KafkaError it
+    failed with."""
+    out: dict[Any, KafkaError | None] = {}
+    for key, fut in futures.items():
+        try:
+            fut.result(timeout)
+            out[key] = None
+        except KafkaException as exc:
+            out[key] = exc.args[0]
+    return out
 
 
 def uniq(prefix: str) -> str:

@@ -7,10 +7,9 @@ applies both limits there too), so no test creates 10,000 partitions. Checked ag
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from clients import future_errors, uniq
+from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient, NewTopic
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -19,26 +18,11 @@ MESSAGE = "Unable to perform excessively large batch operation."
 TOO_MANY = "Excessively large number of partitions per request."
 
 
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def _errors(futures: dict) -> dict[str, KafkaError | None]:
-    out: dict[str, KafkaError | None] = {}
-    for name, f in futures.items():
-        try:
-            f.result(60)
-            out[name] = None
-        except KafkaException as exc:
-            out[name] = exc.args[0]
-    return out
-
-
 def test_create_topics_over_ten_thousand_records_fails_every_topic(kafka_broker) -> None:
     admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap, "log_level": 3})
-    big, small = _name("big"), _name("small")
+    big, small = uniq("big"), uniq("small")
     # 1 + 9,990 records, and 1 + 10 with a config: 10,002 in all
-    errors = _errors(admin.create_topics([NewTopic(big, 9990, 1),
+    errors = future_errors(admin.create_topics([NewTopic(big, 9990, 1),
                                           NewTopic(small, 9, 1, config={"retention.ms": "60000"})],
                                          operation_timeout=60))
     for name in (big, small):
@@ -51,10 +35,10 @@ def test_create_topics_over_ten_thousand_records_fails_every_topic(kafka_broker)
 
 def test_validate_only_applies_both_limits(kafka_broker) -> None:
     admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap, "log_level": 3})
-    at_limit, over = _name("at-limit"), _name("over")
-    ok = _errors(admin.create_topics([NewTopic(at_limit, 9999, 1)], validate_only=True, operation_timeout=60))
+    at_limit, over = uniq("at-limit"), uniq("over")
+    ok = future_errors(admin.create_topics([NewTopic(at_limit, 9999, 1)], validate_only=True, operation_timeout=60))
     assert ok[at_limit] is None  # 9,999 partitions, 1 + 9,999 = 10,000 records: allowed
-    refused = _errors(admin.create_topics([NewTopic(over, 10000, 1)], validate_only=True, operation_timeout=60))
+    refused = future_errors(admin.create_topics([NewTopic(over, 10000, 1)], validate_only=True, operation_timeout=60))
     err = refused[over]  # 10,000 partitions are allowed, 10,001 records are not
     assert err is not None and err.code() == KafkaError.POLICY_VIOLATION and err.str() == MESSAGE, err
 
@@ -62,14 +46,14 @@ def test_validate_only_applies_both_limits(kafka_broker) -> None:
 def test_more_than_ten_thousand_partitions_requested_fails_every_topic(kafka_broker) -> None:
     """Counted before anything else: an existing name's partitions count too."""
     admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap, "log_level": 3})
-    existing, fresh = _name("existing"), _name("fresh")
+    existing, fresh = uniq("existing"), uniq("fresh")
     admin.create_topics([NewTopic(existing, 1, 1)])[existing].result(60)
-    errors = _errors(admin.create_topics([NewTopic(existing, 5000, 1), NewTopic(fresh, 5001, 1)],
+    errors = future_errors(admin.create_topics([NewTopic(existing, 5000, 1), NewTopic(fresh, 5001, 1)],
                                          validate_only=True, operation_timeout=60))
     for name in (existing, fresh):
         err = errors[name]
         assert err is not None and err.code() == KafkaError.POLICY_VIOLATION and err.str() == TOO_MANY, (name, err)
-    ok = _errors(admin.create_topics([NewTopic(existing, 5000, 1), NewTopic(fresh, 5000, 1)],
+    ok = future_errors(admin.create_topics([NewTopic(existing, 5000, 1), NewTopic(fresh, 5000, 1)],
                                      validate_only=True, operation_timeout=60))
     assert ok[existing] is not None and ok[existing].code() == KafkaError.TOPIC_ALREADY_EXISTS
     assert ok[fresh] is None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 
-from clients import admin, uniq
+from clients import admin, future_errors, uniq
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (
     ScramCredentialInfo,
@@ -36,15 +36,8 @@ def _upsert(user: str, mechanism: ScramMechanism, iterations: int, password: byt
 
 def _alter(bootstrap: str, alterations: list) -> dict[str, KafkaError | None]:
     """user -> None when altered, else the KafkaError it failed with."""
-    out: dict[str, KafkaError | None] = {}
     client = admin(bootstrap)  # held until the answers are in: a destroyed client fails its futures
-    for user, fut in client.alter_user_scram_credentials(alterations).items():
-        try:
-            fut.result(30)
-            out[user] = None
-        except KafkaException as exc:
-            out[user] = exc.args[0]
-    return out
+    return future_errors(client.alter_user_scram_credentials(alterations), timeout=30)
 
 
 def _described(bootstrap: str, users: list[str]) -> dict[str, object]:
