@@ -45,7 +45,7 @@ from kio.schema.produce.v9.request import (
     ProduceRequest,
     TopicProduceData,
 )
-from kio.static.primitive import i16, i32, i32Timedelta, i64
+from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
 from minikafka.protocol import codec
 from minikafka.protocol.records import build_batch
@@ -233,10 +233,11 @@ def fetch_v12(topic: str, partition: int, offset: int, *, max_wait_ms: int = 0, 
     )
 
 
-def list_offsets_v7(topic: str, partition: int, timestamp: int = -1) -> ListOffsetsRequest:
-    """timestamp -1 asks for the latest offset (the high watermark), -2 for the earliest."""
+def list_offsets_v7(topic: str, partition: int, timestamp: int = -1, isolation: int = 0) -> ListOffsetsRequest:
+    """timestamp -1 asks for the latest offset (the high watermark, or the last stable offset at
+    isolation 1), -2 for the earliest."""
     return ListOffsetsRequest(
-        replica_id=i32(-1), isolation_level=0,
+        replica_id=i32(-1), isolation_level=i8(isolation),
         topics=(ListOffsetsTopic(name=topic, partitions=(
             ListOffsetsPartition(partition_index=i32(partition), timestamp=i64(timestamp)),)),),
     )
@@ -258,11 +259,28 @@ def produce(c: RawClient, topic: str, partition: int, batch: bytes, **kw: Any) -
 
 
 def high_watermark(c: RawClient, topic: str, partition: int = 0) -> int:
-    resp = c.request(list_offsets_v7(topic, partition, -1), 7)
+    return latest(c, topic, partition, 0)
+
+
+def latest(c: RawClient, topic: str, partition: int, isolation: int) -> int:
+    """ListOffsets(-1): the HWM at isolation 0, the LSO at isolation 1."""
+    resp = c.request(list_offsets_v7(topic, partition, -1, isolation), 7)
     p = resp.topics[0].partitions[0]
     if p.error_code != 0:
         raise AssertionError(f"ListOffsets error {p.error_code}")
     return int(p.offset)
+
+
+def wait_stable(c: RawClient, topic: str, partition: int, timeout: float = 10.0) -> int:
+    """Poll until LSO == HWM (every open transaction on the partition ended); returns it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        hwm, lso = latest(c, topic, partition, 0), latest(c, topic, partition, 1)
+        if hwm == lso:
+            return hwm
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{topic}/{partition}: LSO {lso} != HWM {hwm} after {timeout}s (hanging transaction)")
+        time.sleep(0.05)
 
 
 def fetch_records(c: RawClient, topic: str, partition: int, offset: int) -> list[Any]:

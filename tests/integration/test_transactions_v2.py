@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from clients import read_to_eof
 from kio.schema.add_partitions_to_txn.v3.request import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
 from kio.schema.api_versions.v4.request import ApiVersionsRequest
 from kio.schema.end_txn.v3.request import EndTxnRequest as EndTxnV3
@@ -33,7 +33,7 @@ from kio.schema.txn_offset_commit.v5.request import (
     TxnOffsetCommitRequestTopic,
 )
 from kio.static.primitive import i8, i16, i32, i64
-from rawclient import RawClient, create_topics_v7, ms, retry_while
+from rawclient import RawClient, create_topics_v7, latest, ms, retry_while, wait_stable
 
 from minikafka.protocol import versions
 from minikafka.protocol.records import build_batch
@@ -139,44 +139,9 @@ def _topic(c: RawClient, partitions: int = 2) -> str:
     return name
 
 
-def _read_committed(bootstrap: str, topic: str, partitions: int, want: int, timeout: float = 30.0) -> list[bytes]:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"tv2-{uuid.uuid4().hex[:8]}",
-                  "isolation.level": "read_committed", "enable.auto.commit": False, "log_level": 3})
-    try:
-        c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        got: list[bytes] = []
-        deadline = time.monotonic() + timeout
-        while len(got) < want and time.monotonic() < deadline:
-            m = c.poll(0.2)
-            if m is not None and not m.error():
-                got.append(m.value())
-        # nothing more within a short wait: what was read is all that is visible
-        extra_deadline = time.monotonic() + 1.0
-        while time.monotonic() < extra_deadline:
-            m = c.poll(0.2)
-            if m is not None and not m.error():
-                got.append(m.value())
-        return sorted(got)
-    finally:
-        c.close()
-
-
-def _stable(c: RawClient, topic: str, partition: int) -> tuple[int, int]:
-    """(HWM, LSO) once they agree: the markers are written."""
-    from kio.schema.list_offsets.v7.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
-
-    def offset(isolation: int) -> int:
-        resp = c.request(ListOffsetsRequest(replica_id=i32(-1), isolation_level=i8(isolation), topics=(
-            ListOffsetsTopic(name=topic, partitions=(ListOffsetsPartition(partition_index=i32(partition),
-                                                                          timestamp=i64(-1)),)),)), 7)
-        return int(resp.topics[0].partitions[0].offset)
-
-    deadline = time.monotonic() + 15
-    while True:
-        hwm, lso = offset(0), offset(1)
-        if hwm == lso or time.monotonic() > deadline:
-            return hwm, lso
-        time.sleep(0.05)
+def _read_committed(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
+    """Every value a read_committed consumer sees, to the end of each partition, sorted."""
+    return sorted(v for *_, v in read_to_eof(bootstrap, [(topic, p) for p in range(partitions)], "read_committed"))
 
 
 def test_transaction_version_2_is_advertised(kafka_broker) -> None:
@@ -200,9 +165,9 @@ def test_commit_and_abort_bump_the_epoch(kafka_broker) -> None:
         pid, epoch = p.pid, p.epoch
         p.produce(topic, 0, b"c1")
         p.produce(topic, 1, b"c2")
-        assert _stable(c, topic, 0)[1] == 0  # the open transaction holds the LSO
+        assert latest(c, topic, 0, 1) == 0  # the open transaction holds the LSO
         assert p.end(True) == (NONE, pid, epoch + 1)
-        assert _stable(c, topic, 0) == (2, 2) and _stable(c, topic, 1) == (2, 2)  # record + marker
+        assert wait_stable(c, topic, 0) == 2 and wait_stable(c, topic, 1) == 2  # record + marker
 
         p.produce(topic, 0, b"a1")  # the next transaction, epoch + 1 from sequence 0
         assert p.end(False) == (NONE, pid, epoch + 2)
@@ -210,8 +175,8 @@ def test_commit_and_abort_bump_the_epoch(kafka_broker) -> None:
         assert p.end(False, epoch=epoch + 1) == (NONE, pid, epoch + 2)
         assert p.end(True, epoch=epoch + 1) == (INVALID_TXN_STATE, -1, -1)
         assert p.end(True, epoch=epoch + 7)[0] == PRODUCER_FENCED
-        assert _stable(c, topic, 0) == (4, 4)
-        assert _read_committed(kafka_broker.bootstrap, topic, 2, 2) == [b"c1", b"c2"]
+        assert wait_stable(c, topic, 0) == 4
+        assert _read_committed(kafka_broker.bootstrap, topic, 2) == [b"c1", b"c2"]
 
 
 def test_offsets_committed_in_the_transaction_without_add_offsets(kafka_broker) -> None:
@@ -262,19 +227,19 @@ def test_a_late_write_of_a_committed_transaction(kafka_broker, tv: int) -> None:
             p.add_partition(topic, 0)
         late = p.batch(topic, 0, b"t1-late")  # built in transaction 1, delayed in the network
         assert p.end(True)[0] == NONE
-        assert _stable(c, topic, 0) == (2, 2)
+        assert wait_stable(c, topic, 0) == 2
 
         if tv == 2:
             p.produce(topic, 0, b"t2-a")  # transaction 2 begins on the same partition
             assert p.produce_batch(topic, 0, late) == INVALID_PRODUCER_EPOCH  # Kafka 4.3.1's answer too
             assert p.end(True)[0] == NONE
-            assert _read_committed(kafka_broker.bootstrap, topic, 1, 2) == [b"t1-a", b"t2-a"]
+            assert _read_committed(kafka_broker.bootstrap, topic, 1) == [b"t1-a", b"t2-a"]
         else:
             p.add_partition(topic, 0)  # transaction 2 begins on the same partition (v1: same epoch)
             assert p.produce_batch(topic, 0, late) == NONE  # the late write is taken into transaction 2
             p.produce(topic, 0, b"t2-a")
             assert p.end(True)[0] == NONE
-            assert _read_committed(kafka_broker.bootstrap, topic, 1, 3) == [b"t1-a", b"t1-late", b"t2-a"]
+            assert _read_committed(kafka_broker.bootstrap, topic, 1) == [b"t1-a", b"t1-late", b"t2-a"]
 
 
 def test_transaction_log_records_kafka_decodes(broker_factory) -> None:
@@ -291,7 +256,7 @@ def test_transaction_log_records_kafka_decodes(broker_factory) -> None:
         p.init()
         p.produce(topic, 0, b"x")
         assert p.end(True)[0] == NONE
-        assert _stable(c, topic, 0) == (2, 2)
+        assert wait_stable(c, topic, 0) == 2
     assert broker.term() == 0, broker.log_tail()
     logs = sorted(str(f) for f in Path(broker.data_dir).glob("__transaction_state-*/*.log"))
     dump = kafka_ref.dump_log_segments(logs, "--transaction-log-decoder")

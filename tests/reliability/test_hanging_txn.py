@@ -30,10 +30,9 @@ from kio.schema.add_partitions_to_txn.v3.request import AddPartitionsToTxnReques
 from kio.schema.end_txn.v3.request import EndTxnRequest
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
-from kio.schema.list_offsets.v7.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.static.primitive import i8, i16, i32, i64
-from rawclient import RawClient, create_topics_v7, ms, retry_while, wait_for_topic
+from rawclient import RawClient, create_topics_v7, latest, ms, retry_while, wait_for_topic, wait_stable
 
 from minikafka.protocol.records import build_batch
 
@@ -126,28 +125,6 @@ class TxnSession:
                 PartitionProduceData(index=i32(partition), records=bytes(batch)),)),),
         ), 9)
         return resp.responses[0].partition_responses[0]
-
-
-def latest(c: RawClient, topic: str, partition: int, isolation: int) -> int:
-    """ListOffsets(-1): the HWM at isolation 0, the LSO at isolation 1."""
-    resp = c.request(ListOffsetsRequest(replica_id=i32(-1), isolation_level=i8(isolation), topics=(
-        ListOffsetsTopic(name=topic, partitions=(ListOffsetsPartition(partition_index=i32(partition),
-                                                                      timestamp=i64(-1)),)),)), 7)
-    p = resp.topics[0].partitions[0]
-    assert int(p.error_code) == NONE, p
-    return int(p.offset)
-
-
-def wait_stable(c: RawClient, topic: str, partition: int, timeout: float = 10.0) -> int:
-    """Poll until LSO == HWM; returns it."""
-    deadline = time.monotonic() + timeout
-    while True:
-        hwm, lso = latest(c, topic, partition, 0), latest(c, topic, partition, 1)
-        if hwm == lso:
-            return hwm
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{topic}/{partition}: LSO {lso} != HWM {hwm} after {timeout}s (hanging transaction)")
-        time.sleep(0.05)
 
 
 def read_values(bootstrap: str, topic: str, partition: int, isolation: str, timeout: float = 20.0) -> list[bytes]:
