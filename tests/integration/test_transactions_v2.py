@@ -157,6 +157,20 @@ def test_transaction_version_2_is_advertised(kafka_broker) -> None:
         assert served[0] >= 12 and served[26] >= 5 and served[28] >= 5
 
 
+@pytest.mark.parametrize("level", [0, 1])
+def test_the_finalized_level_is_a_broker_property(broker_factory, level: int) -> None:
+    """transaction.version set below 2 (as `kafka-storage format --feature` would): advertised at
+    that level, and not at all at 0 (a level-0 feature is not listed), so Kafka 4.x clients stay
+    on transactions v1 (minikafka's own settings only)."""
+    broker = broker_factory(overrides={"transaction.version": str(level)})
+    with RawClient.connect(broker.bootstrap) as c:
+        resp = c.request(ApiVersionsRequest(client_software_name="rawclient", client_software_version="1"), 4)
+        assert [(f.name, f.min_version, f.max_version) for f in resp.supported_features] == [
+            ("transaction.version", 0, 2)]
+        assert [(f.name, f.min_version_level, f.max_version_level) for f in resp.finalized_features] == (
+            [("transaction.version", level, level)] if level else [])
+
+
 def test_commit_and_abort_bump_the_epoch(kafka_broker) -> None:
     with RawClient.connect(kafka_broker.bootstrap) as c:
         topic = _topic(c)

@@ -52,10 +52,11 @@ def writer() -> RecordingMarkerWriter:
     return RecordingMarkerWriter()
 
 
-def make(log: InMemoryRecordLog, writer: RecordingMarkerWriter, first_pid: int = FIRST_PID) -> TransactionCoordinator:
+def make(log: InMemoryRecordLog, writer: RecordingMarkerWriter, first_pid: int = FIRST_PID,
+         transaction_version: int = 2) -> TransactionCoordinator:
     pids = iter(range(first_pid, first_pid + 10_000))
     return TransactionCoordinator(log, writer, new_producer_id=lambda: next(pids), max_timeout_ms=MAX_TIMEOUT,
-                                  expiration_ms=EXPIRATION)
+                                  expiration_ms=EXPIRATION, transaction_version=transaction_version)
 
 
 @pytest.fixture
@@ -788,4 +789,26 @@ async def test_v2_timeout_at_an_exhausted_epoch_rotates(log: InMemoryRecordLog, 
     assert writer.markers[-1].producer_epoch == 32766
     meta = c.get("to")
     assert meta is not None and (meta.state, meta.producer_id, meta.producer_epoch) == (S.COMPLETE_ABORT, FIRST_PID, 0)
+    await c.close()
+
+
+@pytest.mark.parametrize("level, value_version, rotates", [(0, 0, False), (1, 1, False), (2, 1, True)])
+async def test_the_broker_transaction_version_sets_the_log_schema_and_timeout_rotation(
+        log: InMemoryRecordLog, writer: RecordingMarkerWriter, clock: FakeClock, level: int, value_version: int,
+        rotates: bool) -> None:
+    """transaction.version 0 writes TransactionLogValue v0, 1 and 2 write v1 (as Kafka's
+    transactionLogValueVersion); only 2 ends a timed-out transaction at an exhausted epoch under
+    a new producer id (the server's version decides a timeout, as in Kafka)."""
+    exhausted = dataclasses.replace(_ongoing_v2("lv", 32765, 1_000, clock), client_transaction_version=0)
+    log.inject(LogRecord(partition=txn_log.partition_for("lv", 50), offset=0, key=txn_log.encode_key("lv"),
+                         value=txn_log.encode_value(exhausted, 0)))
+    c = make(log, writer, transaction_version=level)
+    c.load()
+    clock.advance(2_000)
+    assert await c.abort_timed_out(clock.now_ms) == ["lv"]
+    assert {v[:2] for a in log.appends for _k, v in a.records if v is not None} == {
+        value_version.to_bytes(2, "big")}
+    meta = c.get("lv")
+    assert meta is not None and meta.state is S.COMPLETE_ABORT
+    assert (meta.producer_id, meta.producer_epoch) == ((FIRST_PID, 0) if rotates else (77, 32766))
     await c.close()
