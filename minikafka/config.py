@@ -127,6 +127,21 @@ PROPS: tuple[Prop, ...] = (
     Prop("group.min.session.timeout.ms", _int, 6000),
     Prop("group.max.session.timeout.ms", _int, 1800000),
     Prop("group.max.size", _int, 2147483647, _ge(1)),
+    # KIP-848 consumer groups (Kafka's GroupCoordinatorConfig): group.version is the finalized level
+    # of the feature (1, Kafka 4.x's default, turns the consumer protocol on; 0 answers its APIs
+    # UNSUPPORTED_VERSION), advertised in ApiVersions like transaction.version.
+    Prop("group.version", _int, 1, lambda v: 0 <= v <= 1),
+    Prop("group.consumer.session.timeout.ms", _int, 45000, _ge(1)),
+    Prop("group.consumer.min.session.timeout.ms", _int, 45000, _ge(1)),
+    Prop("group.consumer.max.session.timeout.ms", _int, 60000, _ge(1)),
+    Prop("group.consumer.heartbeat.interval.ms", _int, 5000, _ge(1)),
+    Prop("group.consumer.min.heartbeat.interval.ms", _int, 5000, _ge(1)),
+    Prop("group.consumer.max.heartbeat.interval.ms", _int, 15000, _ge(1)),
+    Prop("group.consumer.max.size", _int, 2147483647, _ge(1)),
+    Prop("group.consumer.assignors", _str, "uniform,range",
+         lambda v: bool(v) and all(a.strip() in ("uniform", "range") for a in v.split(","))
+         and len({a.strip() for a in v.split(",")}) == len(v.split(","))),
+    Prop("group.consumer.assignment.interval.ms", _int, 1000, _ge(0)),
     Prop("transaction.state.log.num.partitions", _int, 50, _ge(1)),
     Prop("transaction.state.log.replication.factor", _int, 3, _ge(1)),
     Prop("transaction.state.log.min.isr", _int, 2, _ge(1)),

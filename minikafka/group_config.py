@@ -8,9 +8,10 @@ Theory of operation
   default); a group need not exist for either, as in Kafka.
 - `parse_group_config` refuses in Kafka's words, in Kafka's order (type, lower bound, broker
   bounds); tests/unit/test_kafka_group_configs.py holds it to Apache Kafka 4.3.1's answers.
-- They govern consumer groups of the new protocol, share groups and streams groups, which
-  minikafka does not serve yet (issues 18 and 23): they are stored and described, and the classic
-  groups minikafka serves do not read them (nor do Kafka's).
+- The consumer.* ones govern the consumer groups of KIP-848 (session timeout, heartbeat interval,
+  assignment interval: coordinator/consumer_group reads them at each heartbeat). The share.* and
+  streams.* ones govern groups minikafka does not serve yet (issues 18 and 23): stored and
+  described only. Classic groups read none of them (nor do Kafka's).
 """
 
 from __future__ import annotations

@@ -10,10 +10,13 @@ before the client is answered.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator, Mapping
 
 from minikafka.broker.internal_topic import InternalTopicLog
 from minikafka.config import BrokerConfig
+from minikafka.coordinator.consumer_group.coordinator import ConsumerGroups
+from minikafka.coordinator.consumer_group.decisions import ConsumerGroupConfig
 from minikafka.coordinator.group.coordinator import GroupCoordinator
 from minikafka.coordinator.group.decisions import GroupConfig
 from minikafka.coordinator.group.offsets_log import TOPIC as OFFSETS_TOPIC
@@ -34,6 +37,39 @@ def build_group_coordinator(config: BrokerConfig, logs: LogManager,
         initial_rebalance_delay_ms=int(config["group.initial.rebalance.delay.ms"]),
         max_size=int(config["group.max.size"]),
     )
-    return GroupCoordinator(records_log, group_config,
-                            offsets_retention_ms=int(config["offsets.retention.minutes"]) * 60_000,
-                            offsets_retention_check_interval_ms=int(config["offsets.retention.check.interval.ms"]))
+    groups = GroupCoordinator(records_log, group_config,
+                              offsets_retention_ms=int(config["offsets.retention.minutes"]) * 60_000,
+                              offsets_retention_check_interval_ms=int(config["offsets.retention.check.interval.ms"]))
+    consumer_config = ConsumerGroupConfig(
+        session_timeout_ms=int(config["group.consumer.session.timeout.ms"]),
+        heartbeat_interval_ms=int(config["group.consumer.heartbeat.interval.ms"]),
+        max_size=int(config["group.consumer.max.size"]),
+        assignors=tuple(a.strip() for a in str(config["group.consumer.assignors"]).split(",")),
+        assignment_interval_ms=int(config["group.consumer.assignment.interval.ms"]),
+    )
+    consumer = ConsumerGroups(records_log, consumer_config, lambda: TopicsView(logs),
+                              partition_for=groups.partition_for)
+    # The consumer groups' session deadlines drive the same timer task as the classic ones.
+    consumer.on_deadlines_changed = lambda: groups.on_deadlines_changed() if groups.on_deadlines_changed else None
+    groups.consumer = consumer
+    return groups
+
+
+class TopicsView(Mapping[str, tuple[uuid.UUID, int]]):
+    """The broker's topics as the consumer protocol's coordinator sees them: name -> (topic id,
+    partitions), read through to the LogManager (no copy per heartbeat)."""
+
+    __slots__ = ("_logs",)
+
+    def __init__(self, logs: LogManager) -> None:
+        self._logs = logs
+
+    def __getitem__(self, name: str) -> tuple[uuid.UUID, int]:
+        info = self._logs.topics[name]
+        return info.topic_id, info.partitions
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._logs.topics))
+
+    def __len__(self) -> int:
+        return len(self._logs.topics)

@@ -77,6 +77,8 @@ SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
     61: VersionRange(0, 0),    # DescribeProducers
     65: VersionRange(0, 0),    # DescribeTransactions
     66: VersionRange(0, 2),    # ListTransactions
+    68: VersionRange(0, 1),    # ConsumerGroupHeartbeat (KIP-848); v1 has the client choose the member id
+    69: VersionRange(0, 1),    # ConsumerGroupDescribe (KIP-848)
     74: VersionRange(0, 1),    # ListConfigResources (KIP-1142; v0 was ListClientMetricsResources)
     75: VersionRange(0, 0),    # DescribeTopicPartitions (KIP-966)
 })

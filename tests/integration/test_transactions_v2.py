@@ -165,10 +165,11 @@ def test_the_finalized_level_is_a_broker_property(broker_factory, level: int) ->
     broker = broker_factory(overrides={"transaction.version": str(level)})
     with RawClient.connect(broker.bootstrap) as c:
         resp = c.request(ApiVersionsRequest(client_software_name="rawclient", client_software_version="1"), 4)
-        assert [(f.name, f.min_version, f.max_version) for f in resp.supported_features] == [
-            ("transaction.version", 0, 2)]
-        assert [(f.name, f.min_version_level, f.max_version_level) for f in resp.finalized_features] == (
-            [("transaction.version", level, level)] if level else [])
+        tv = "transaction.version"
+        assert [(f.name, f.min_version, f.max_version) for f in resp.supported_features if f.name == tv] == [
+            (tv, 0, 2)]
+        assert [(f.name, f.min_version_level, f.max_version_level) for f in resp.finalized_features
+                if f.name == tv] == ([(tv, level, level)] if level else [])
 
 
 def test_commit_and_abort_bump_the_epoch(kafka_broker) -> None:

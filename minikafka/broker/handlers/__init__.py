@@ -57,7 +57,7 @@ ADMIN = (
     (74, "list_config_resources", "ListConfigResourcesHandler", SVC),
     (75, "describe_topic_partitions", "DescribeTopicPartitionsHandler", SVC),
 )
-# The classic group coordinator's APIs (app.py sets svc.groups before building the registry).
+# The group coordinator's APIs, classic and KIP-848 (app.py sets svc.groups before building the registry).
 GROUP = (
     (10, "find_coordinator", "FindCoordinatorHandler", COORDINATORS),
     (11, "join_group", "JoinGroupHandler", GROUPS),
@@ -70,6 +70,8 @@ GROUP = (
     (15, "describe_groups", "DescribeGroupsHandler", GROUPS),
     (42, "delete_groups", "DeleteGroupsHandler", GROUPS),
     (47, "offset_delete", "OffsetDeleteHandler", GROUPS),
+    (68, "consumer_group_heartbeat", "ConsumerGroupHeartbeatHandler", GROUPS),
+    (69, "consumer_group_describe", "ConsumerGroupDescribeHandler", GROUPS),
 )
 # The transaction coordinator's APIs (issue 5) and the transaction tools' (KIP-664).
 TXN = (

@@ -14,6 +14,8 @@ from minikafka.protocol.types import ZERO_MS
 
 TRANSACTION_VERSION = "transaction.version"
 MAX_TRANSACTION_VERSION = 2
+GROUP_VERSION = "group.version"
+MAX_GROUP_VERSION = 1
 # Kafka answers the metadata log offset of the last feature change; the features of one node never
 # change while it runs, so any fixed non-negative epoch says "these are final".
 FINALIZED_FEATURES_EPOCH = 1
@@ -29,16 +31,19 @@ class ApiVersionsHandler:
             messages.ApiVersion(api_key=k, min_version=r.min, max_version=r.max)
             for k, r in sorted(self.svc.served.items())
         )
-        level = int(self.svc.config["transaction.version"])
-        # Features (KIP-584), as Kafka 4.3.1 advertises transaction.version: supported 0-2, and
-        # finalized at the configured level unless that is 0 (a level-0 feature is not listed). The
-        # Java client speaks transactions v2 when it is finalized at 2 and Produce v12 is served.
-        # The features of protocols minikafka does not serve yet (group.version for KIP-848,
-        # share.version, streams.version) are left out, so no client asks for them.
+        # Features (KIP-584), as Kafka 4.3.1 advertises them: transaction.version supported 0-2 and
+        # group.version 0-1, each finalized at the configured level unless that is 0 (a level-0
+        # feature is not listed). The Java client speaks transactions v2 when transaction.version
+        # is finalized at 2, and lets group.protocol=consumer join when group.version is 1. The
+        # features of protocols minikafka does not serve yet (share.version, streams.version) are
+        # left out, so no client asks for them.
+        features = ((GROUP_VERSION, MAX_GROUP_VERSION, int(self.svc.config["group.version"])),
+                    (TRANSACTION_VERSION, MAX_TRANSACTION_VERSION, int(self.svc.config["transaction.version"])))
         return messages.ApiVersionsResponse(
             error_code=ErrorCode.none, api_keys=keys, throttle_time=ZERO_MS,
-            supported_features=(messages.SupportedFeatureKey(name=TRANSACTION_VERSION, min_version=0,
-                                                             max_version=MAX_TRANSACTION_VERSION),),
+            supported_features=tuple(messages.SupportedFeatureKey(name=name, min_version=0, max_version=top)
+                                     for name, top, _level in features),
             finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
-            finalized_features=(messages.FinalizedFeatureKey(name=TRANSACTION_VERSION, max_version_level=level,
-                                                             min_version_level=level),) if level else ())
+            finalized_features=tuple(messages.FinalizedFeatureKey(name=name, max_version_level=level,
+                                                                  min_version_level=level)
+                                     for name, _top, level in features if level))

@@ -35,12 +35,15 @@ class DescribeGroupsHandler:
     def _describe(self, group_id: str, asked_for_operations: bool, version: int) -> messages.DescribedGroup:
         ops = authorized_operations.answer(asked_for_operations, authorized_operations.GROUP)
         g = self.groups.describe_group(group_id) if group_id else None
-        if g is None and version >= NOT_FOUND_SINCE:
+        # A consumer group of KIP-848 is "not a classic group" to DescribeGroups.
+        not_classic = self.groups.group_type(group_id) == "consumer"
+        if (g is None or not_classic) and version >= NOT_FOUND_SINCE:
             return messages.DescribedGroup(error_code=ErrorCode.group_id_not_found,
-                                           error_message=f"Group {group_id} not found.", group_id=group_id,
+                                           error_message=f"Group {group_id} is not a classic group." if not_classic
+                                           else f"Group {group_id} not found.", group_id=group_id,
                                            group_state=GroupState.DEAD.value, protocol_type="", protocol_data="",
                                            members=())
-        if g is None:
+        if g is None or not_classic:
             return messages.DescribedGroup(error_code=ErrorCode.none, group_id=group_id, group_state=GroupState.DEAD.value,
                                   protocol_type="", protocol_data="", members=(),
                                   authorized_operations=ops)

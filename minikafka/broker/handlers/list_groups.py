@@ -1,6 +1,7 @@
 """ListGroups (API 16): every group this coordinator knows, filtered by state (v4) and type (v5).
 
-Kafka: KafkaApis.handleListGroupsRequest. All groups here are classic groups.
+Kafka: KafkaApis.handleListGroupsRequest, GroupMetadataManager.listGroups: classic groups and the
+consumer groups of KIP-848 (protocol type "consumer", type "consumer").
 """
 
 from __future__ import annotations
@@ -15,9 +16,6 @@ from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import ZERO_MS
 
-GROUP_TYPE_CLASSIC = "classic"
-
-
 @dataclass(frozen=True, slots=True)
 class ListGroupsHandler:
     api_key: ClassVar[int] = 16
@@ -27,6 +25,6 @@ class ListGroupsHandler:
     async def __call__(self, ctx: RequestContext, req: Any) -> messages.ListGroupsResponse:
         listed = self.groups.list_groups(req.states_filter, req.types_filter)
         return messages.ListGroupsResponse(throttle_time=ZERO_MS, error_code=ErrorCode.none, groups=tuple(
-            messages.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state.value,
-                        group_type=GROUP_TYPE_CLASSIC)
+            messages.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state,
+                                 group_type=g.group_type)
             for g in listed))

@@ -42,7 +42,7 @@ class OffsetCommitHandler:
         if wanted:
             codes.update(await self.groups.commit_offsets(
                 req.group_id, req.member_id, req.group_instance_id, req.generation_id_or_member_epoch,
-                wanted, self.svc.clock.now_ms()))
+                wanted, self.svc.clock.now_ms(), api_version=ctx.api_version))
         return messages.OffsetCommitResponse(throttle_time=ZERO_MS, topics=tuple(
             messages.OffsetCommitResponseTopic(name=t.name, partitions=tuple(
                 messages.OffsetCommitResponsePartition(partition_index=p.partition_index,

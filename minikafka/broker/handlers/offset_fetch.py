@@ -19,6 +19,9 @@ from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import ZERO_MS, TopicPartition
 
 
+MEMBER_SINCE = 9  # OffsetFetch v9 (KIP-848) names the member asking
+
+
 @dataclass(frozen=True, slots=True)
 class OffsetFetchHandler:
     api_key: ClassVar[int] = 9
@@ -27,13 +30,18 @@ class OffsetFetchHandler:
 
     async def __call__(self, ctx: RequestContext, req: Any) -> messages.OffsetFetchResponse:
         return messages.OffsetFetchResponse(throttle_time=ZERO_MS, groups=tuple(
-            self._group(g, bool(req.require_stable)) for g in req.groups))
+            self._group(g, bool(req.require_stable), ctx.api_version) for g in req.groups))
 
-    def _group(self, g: Any, require_stable: bool) -> messages.OffsetFetchResponseGroup:
-        # member_id / member_epoch (v9, KIP-848) are checked only for consumer-protocol groups;
-        # a classic group ignores them, as Kafka's ClassicGroup.validateOffsetFetch does.
+    def _group(self, g: Any, require_stable: bool, version: int) -> messages.OffsetFetchResponseGroup:
         if not g.group_id:
             return messages.OffsetFetchResponseGroup(group_id=g.group_id, topics=(), error_code=ErrorCode.invalid_group_id)
+        # member_id / member_epoch (v9, KIP-848) are checked only for consumer-protocol groups;
+        # a classic group ignores them, as Kafka's ClassicGroup.validateOffsetFetch does.
+        if version >= MEMBER_SINCE:
+            code = self.groups.validate_offset_fetch(g.group_id, getattr(g, "member_id", None),
+                                                     getattr(g, "member_epoch", -1))
+            if code is not ErrorCode.none:
+                return messages.OffsetFetchResponseGroup(group_id=g.group_id, topics=(), error_code=code)
         wanted = None if g.topics is None else [
             TopicPartition(t.name, p) for t in g.topics for p in t.partition_indexes]
         fetched = self.groups.fetch_offsets(g.group_id, wanted, require_stable)

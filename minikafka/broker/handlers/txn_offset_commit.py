@@ -57,7 +57,7 @@ class TxnOffsetCommitHandler:
             codes.update(await groups.commit_transactional_offsets(
                 req.group_id, producer_id=req.producer_id, producer_epoch=req.producer_epoch,
                 member_id=req.member_id, group_instance_id=req.group_instance_id, generation_id=req.generation_id,
-                offsets=wanted, now_ms=self.svc.clock.now_ms()))
+                offsets=wanted, now_ms=self.svc.clock.now_ms(), api_version=ctx.api_version))
             self.svc.faults.reach(faults.AFTER_TXN_OFFSET_COMMIT)
         return messages.TxnOffsetCommitResponse(throttle_time=ZERO_MS, topics=tuple(
             messages.TxnOffsetCommitResponseTopic(name=t.name, partitions=tuple(

@@ -26,8 +26,12 @@ from typing import Any
 
 import structlog
 
+from minikafka.coordinator.consumer_group import records as consumer_records
+from minikafka.coordinator.consumer_group.coordinator import CommitCheck, ConsumerGroups
+from minikafka.coordinator.consumer_group.decisions import HeartbeatReply, HeartbeatRequest
 from minikafka.coordinator.group import decisions, offsets_log
 from minikafka.coordinator.group.decisions import (
+    CONSUMER_PROTOCOL_TYPE,
     GroupConfig,
     JoinRequest,
     JoinResult,
@@ -69,6 +73,14 @@ def _accept_offsets(offsets: Mapping[TopicPartition, OffsetCommitEntry], now_ms:
     return results, accepted
 
 
+@dataclass(frozen=True, slots=True)
+class ListedGroup:
+    group_id: str
+    protocol_type: str
+    state: str
+    group_type: str   # "classic" or "consumer"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FetchedOffset:
     tp: TopicPartition
@@ -101,6 +113,10 @@ class GroupCoordinator:
         self._next_retention_check_ms: int | None = None
         self.on_deadlines_changed: Callable[[], None] | None = None
         self._closed = False
+        # The consumer protocol's groups (KIP-848), a room of its own: this coordinator owns
+        # `__consumer_offsets` and the offsets of both group types and is its door (replay,
+        # offset validation, listing, deletion, compaction, timers).
+        self.consumer: ConsumerGroups | None = None
 
     # ------------------------------------------------------------------------------ lifecycle
     def load(self, now_ms: int) -> None:
@@ -115,8 +131,10 @@ class GroupCoordinator:
             groups_loaded += kind == "group"
             offsets_loaded += kind == "offset"
         for gid in list(self.offsets):
-            if gid not in self.groups and self.offsets[gid]:
+            if gid not in self.groups and self.offsets[gid] and not self._is_consumer_group(gid):
                 self.groups[gid] = Group(group_id=gid, state=GroupState.EMPTY)
+        if self.consumer is not None:
+            self.consumer.loaded(now_ms)
         self._next_retention_check_ms = now_ms + self.retention_check_interval_ms
         log.info("groups_loaded", groups=len(self.groups), group_records=groups_loaded,
                  offset_records=offsets_loaded)
@@ -138,6 +156,14 @@ class GroupCoordinator:
             return "control"
         if rec.key is None:
             return "none"
+        consumer_key = consumer_records.decode_key(rec.key) if self.consumer is not None else None
+        if consumer_key is not None:
+            assert self.consumer is not None
+            try:
+                self.consumer.replay(consumer_key, rec.value)
+            except consumer_records.CorruptConsumerGroupRecord as exc:
+                raise offsets_log.CorruptOffsetsRecord(str(exc)) from None
+            return "group"
         key = offsets_log.decode_key(rec.key)
         if isinstance(key, offsets_log.OffsetKey):
             om = None if rec.value is None else replace(offsets_log.decode_offset_value(rec.value),
@@ -203,6 +229,8 @@ class GroupCoordinator:
     # ------------------------------------------------------------------------------ timers
     def next_deadline(self) -> int | None:
         times = [t for g in self.groups.values() if (t := decisions.next_deadline(g)) is not None]
+        if self.consumer is not None and (t := self.consumer.next_deadline()) is not None:
+            times.append(t)
         if self._next_retention_check_ms is not None:
             times.append(self._next_retention_check_ms)
         return min(times, default=None)
@@ -215,36 +243,51 @@ class GroupCoordinator:
             step = decisions.expire(group, self.config, now_ms)
             if step is not None:
                 await self._commit(gid, step, now_ms)
+        if self.consumer is not None:
+            await self.consumer.expire(now_ms)
         if self._next_retention_check_ms is not None and now_ms >= self._next_retention_check_ms:
             self._next_retention_check_ms = now_ms + self.retention_check_interval_ms
             await self.expire_offsets(now_ms)
 
     async def expire_offsets(self, now_ms: int) -> int:
-        """offsets.retention.minutes: tombstone expired offsets; an Empty group left without
-        offsets is deleted too (Kafka's cleanupGroupMetadata)."""
+        """offsets.retention.minutes: tombstone expired offsets; an empty group left without
+        offsets is deleted too (Kafka's cleanupGroupMetadata, alike for both group types)."""
+        consumer_ids = list(self.consumer.groups) if self.consumer is not None else []
         expired_total = 0
-        for gid in list(self.groups):
-            group = self.groups[gid]
-            offsets = self.offsets.get(gid, {})
-            expired = decisions.expired_offsets(group, offsets, now_ms, self.offsets_retention_ms,
-                                                pending=self._pending_partitions(gid))
-            records: list[tuple[bytes, bytes | None]] = [
-                (offsets_log.offset_commit_key(gid, tp), None) for tp in expired]
-            drop_group = group.state is GroupState.EMPTY and len(expired) == len(offsets) and \
-                not self._has_pending(gid)
-            if drop_group:
-                records.append((offsets_log.group_metadata_key(gid), None))
-            if not records:
-                continue
-            await self._log.append(self.partition_for(gid), records, now_ms)
-            for tp in expired:
-                self._apply_offset(gid, tp, None)
-            if drop_group:
+        for gid in [*self.groups, *consumer_ids]:
+            expired_total += await self._expire_group_offsets(gid, now_ms)
+        return expired_total
+
+    async def _expire_group_offsets(self, gid: str, now_ms: int) -> int:
+        consumer = self.consumer if self._is_consumer_group(gid) else None
+        group = None if consumer is not None else self.groups.get(gid)
+        if consumer is not None and not consumer.is_empty(gid) or consumer is None and group is None:
+            return 0
+        offsets = self.offsets.get(gid, {})
+        # A consumer group's offsets expire from their commit (Kafka's ConsumerGroup
+        # offsetExpirationCondition); a classic group's from when it became Empty.
+        expired = decisions.expired_offsets(group, offsets, now_ms, self.offsets_retention_ms,
+                                            pending=self._pending_partitions(gid))
+        empty = consumer is not None or group is not None and group.state is GroupState.EMPTY
+        drop_group = empty and len(expired) == len(offsets) and not self._has_pending(gid)
+        records: list[tuple[bytes, bytes | None]] = [(offsets_log.offset_commit_key(gid, tp), None) for tp in expired]
+        if drop_group:
+            records += (consumer.tombstones(gid) if consumer is not None
+                        else [(offsets_log.group_metadata_key(gid), None)])
+        if not records:
+            return 0
+        await self._log.append(self.partition_for(gid), records, now_ms)
+        for tp in expired:
+            self._apply_offset(gid, tp, None)
+        if drop_group:
+            if consumer is not None:
+                consumer.forget(gid)
+            else:
+                assert group is not None
                 next_state(group.state, GroupEvent.DELETED)
                 del self.groups[gid]
-            expired_total += len(expired)
-            log.info("offsets_expired", group_id=gid, partitions=len(expired), group_deleted=drop_group)
-        return expired_total
+        log.info("offsets_expired", group_id=gid, partitions=len(expired), group_deleted=drop_group)
+        return len(expired)
 
     def _changed(self) -> None:
         if self.on_deadlines_changed is not None:
@@ -279,6 +322,16 @@ class GroupCoordinator:
     async def join_group(self, req: JoinRequest, now_ms: int) -> JoinResult:
         if self._closed:
             return JoinResult(error=ErrorCode.not_coordinator, member_id=req.member_id)
+        if self._is_consumer_group(req.group_id):
+            assert self.consumer is not None
+            if not self.consumer.is_empty(req.group_id):
+                # Kafka lets classic members into a consumer group (KIP-848's online migration,
+                # group.consumer.migration.policy); minikafka answers as Kafka does with the
+                # migration disabled.
+                return JoinResult(error=ErrorCode.inconsistent_group_protocol, member_id="")
+            # An empty consumer group becomes a classic group: its records go first.
+            await self._log.append(self.partition_for(req.group_id), self.consumer.tombstones(req.group_id), now_ms)
+            self.consumer.forget(req.group_id)
         group = self.groups.get(req.group_id)
         prefix = req.group_instance_id if req.group_instance_id is not None else req.client_id
         decision = decisions.decide_join(group, req, self.config, now_ms, self._new_member_id(prefix))
@@ -331,6 +384,38 @@ class GroupCoordinator:
             self._changed()
         return code
 
+    def _is_consumer_group(self, group_id: str) -> bool:
+        return self.consumer is not None and self.consumer.owns(group_id)
+
+    async def consumer_group_heartbeat(self, req: HeartbeatRequest, now_ms: int) -> HeartbeatReply:
+        """ConsumerGroupHeartbeat: the consumer room decides; a group id taken by a classic group
+        is refused, unless that group is empty and this is a first heartbeat: then the classic
+        group is replaced (its GroupMetadata tombstone goes in the same batch) and keeps its
+        offsets (Kafka: getOrMaybeCreateConsumerGroup, maybeDeleteEmptyClassicGroup)."""
+        if self._closed or self.consumer is None:
+            return HeartbeatReply(error=ErrorCode.not_coordinator)
+        classic = self.groups.get(req.group_id)
+        replaced: list[tuple[bytes, bytes | None]] = []
+        if classic is not None and classic.state is not GroupState.DEAD:
+            invalid = self.consumer.invalid(req)
+            if invalid is not None:
+                return invalid
+            if req.member_epoch != 0:
+                return HeartbeatReply(error=ErrorCode.group_id_not_found,
+                                      message=f"Group {req.group_id} is not a consumer group.")
+            if classic.state is not GroupState.EMPTY:
+                # Kafka converts a live classic group (the online upgrade of KIP-848);
+                # minikafka answers as Kafka does with group.consumer.migration.policy=disabled.
+                return HeartbeatReply(error=ErrorCode.group_id_not_found,
+                                      message=f"Cannot upgrade classic group {req.group_id} to consumer group "
+                                              f"because online upgrade is disabled.")
+            replaced = [(offsets_log.group_metadata_key(req.group_id), None)]
+        self._log.ensure_created(now_ms)
+        reply = await self.consumer.heartbeat(req, now_ms, replaced)
+        if replaced and reply.error is ErrorCode.none:
+            self.groups.pop(req.group_id, None)
+        return reply
+
     async def leave_group(self, group_id: str, members: Sequence[tuple[str, str | None]],
                           now_ms: int) -> tuple[ErrorCode, list[ErrorCode]]:
         group = self.groups.get(group_id)
@@ -351,14 +436,40 @@ class GroupCoordinator:
             for tp, om in offsets.items()], now_ms, producer_id=producer_id, producer_epoch=producer_epoch)
         return {tp: replace(om, record_offset=base + i) for i, (tp, om) in enumerate(offsets.items())}
 
+    def _refused_commits(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int,
+                         partitions: Iterable[TopicPartition], *, transactional: bool,
+                         api_version: int) -> dict[TopicPartition, ErrorCode]:
+        """The partitions of an offset commit the group refuses, with their error. A refusal is
+        all or nothing, as in Kafka (the request fails and every partition gets the error); for a
+        consumer group whose member sent an older epoch, every partition must have been given to
+        it at or before that epoch (KIP-1251)."""
+        tps = list(partitions)
+        if self._is_consumer_group(group_id):
+            assert self.consumer is not None
+            check: CommitCheck = self.consumer.validate_offset_commit(
+                group_id, member_id, group_instance_id, generation_id, transactional=transactional,
+                api_version=api_version)
+            code = check.error
+            if code is ErrorCode.none and check.partition_error is not None:
+                code = next((c for tp in tps if (c := check.partition_error(tp.topic, tp.partition))
+                             is not ErrorCode.none), ErrorCode.none)
+            if transactional and code is ErrorCode.stale_member_epoch:
+                code = ErrorCode.illegal_generation  # TxnOffsetCommit's clients know this one
+            return {} if code is ErrorCode.none else {tp: code for tp in tps}
+        group = self.groups.get(group_id)
+        if transactional:
+            code = decisions.validate_txn_offset_commit(group, member_id, group_instance_id, generation_id)
+        else:
+            code = decisions.validate_offset_commit(group, member_id, group_instance_id, generation_id)
+        return {} if code is ErrorCode.none else {tp: code for tp in tps}
+
     async def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None,
                              generation_id: int, offsets: Mapping[TopicPartition, OffsetCommitEntry],
-                             now_ms: int) -> dict[TopicPartition, ErrorCode]:
-        group = self.groups.get(group_id)
-        code = decisions.validate_offset_commit(group, member_id, group_instance_id, generation_id)
-        if code is not ErrorCode.none:
-            return {tp: code for tp in offsets}
-        results, accepted = _accept_offsets(offsets, now_ms)
+                             now_ms: int, *, api_version: int = 9) -> dict[TopicPartition, ErrorCode]:
+        refused = self._refused_commits(group_id, member_id, group_instance_id, generation_id, offsets,
+                                        transactional=False, api_version=api_version)
+        results, accepted = _accept_offsets({tp: e for tp, e in offsets.items() if tp not in refused}, now_ms)
+        results.update(refused)
         if accepted:
             try:
                 written = await self._append_offsets(group_id, accepted, now_ms)
@@ -366,10 +477,18 @@ class GroupCoordinator:
                 return self._append_failed(group_id, results, exc)
             for tp, om in written.items():
                 self._apply_offset(group_id, tp, om)
-            if group_id not in self.groups:
+            if group_id not in self.groups and not self._is_consumer_group(group_id):
                 # Simple consumers and admin clients commit for groups that never had members.
                 self.groups[group_id] = Group(group_id=group_id, state=GroupState.EMPTY, state_timestamp_ms=now_ms)
         return results
+
+    def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:
+        """OffsetFetch v9+ names the member: a consumer group checks it (a classic group does not,
+        as Kafka's ClassicGroup.validateOffsetFetch)."""
+        if not self._is_consumer_group(group_id):
+            return ErrorCode.none
+        assert self.consumer is not None
+        return self.consumer.validate_offset_fetch(group_id, member_id, member_epoch)
 
     def fetch_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None,
                       require_stable: bool) -> list[FetchedOffset]:
@@ -393,8 +512,14 @@ class GroupCoordinator:
 
     async def delete_offsets(self, group_id: str, partitions: Sequence[TopicPartition],
                              now_ms: int) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
-        group = self.groups.get(group_id)
-        top, by_topic = decisions.decide_offset_delete(group, {tp.topic for tp in partitions})
+        topics = {tp.topic for tp in partitions}
+        if self._is_consumer_group(group_id):
+            assert self.consumer is not None
+            subscribed = self.consumer.subscribed_topics(group_id)
+            top, by_topic = ErrorCode.none, {t: ErrorCode.group_subscribed_to_topic if t in subscribed
+                                              else ErrorCode.none for t in topics}
+        else:
+            top, by_topic = decisions.decide_offset_delete(self.groups.get(group_id), topics)
         if top is not ErrorCode.none:
             return top, {}
         results = {tp: by_topic[tp.topic] for tp in partitions}
@@ -421,6 +546,10 @@ class GroupCoordinator:
             for gid, group in self.groups.items():
                 if self.partition_for(gid) == p and group.state is not GroupState.DEAD:
                     records.append((offsets_log.group_metadata_key(gid), offsets_log.group_metadata_value(group)))
+            if self.consumer is not None:
+                for gid in sorted(self.consumer.groups):
+                    if self.partition_for(gid) == p:
+                        records.extend(self.consumer.snapshot_records(gid))
             committed = [(gid, tp, om) for gid, offsets in self.offsets.items() if self.partition_for(gid) == p
                          for tp, om in offsets.items()]
             records.extend((offsets_log.offset_commit_key(gid, tp), offsets_log.offset_commit_value(om))
@@ -464,13 +593,26 @@ class GroupCoordinator:
         return runs
 
     # ------------------------------------------------------------------------------ admin
-    def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> list[Group]:
-        wanted_states = {s.lower() for s in states}
-        wanted_types = {t.lower() for t in types}
-        if wanted_types and "classic" not in wanted_types:
-            return []
-        return [g for g in sorted(self.groups.values(), key=lambda g: g.group_id)
-                if g.state is not GroupState.DEAD and (not wanted_states or g.state.value.lower() in wanted_states)]
+    def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> list[ListedGroup]:
+        """ListGroups: both group types, filtered by state and type (case-insensitive)."""
+        wanted_states = {s.strip().lower() for s in states}
+        wanted_types = {t.strip().lower() for t in types}
+        listed: list[ListedGroup] = []
+        if not wanted_types or "classic" in wanted_types:
+            listed += [ListedGroup(g.group_id, g.protocol_type or "", g.state.value, "classic")
+                       for g in self.groups.values()
+                       if g.state is not GroupState.DEAD and (not wanted_states or g.state.value.lower() in wanted_states)]
+        if self.consumer is not None and (not wanted_types or "consumer" in wanted_types):
+            listed += [ListedGroup(g.group_id, CONSUMER_PROTOCOL_TYPE, g.state.value, "consumer")
+                       for g in self.consumer.list_groups(wanted_states)]
+        return sorted(listed, key=lambda g: g.group_id)
+
+    def group_type(self, group_id: str) -> str | None:
+        """"classic", "consumer", or None when there is no such group."""
+        if self._is_consumer_group(group_id):
+            return "consumer"
+        group = self.groups.get(group_id)
+        return None if group is None or group.state is GroupState.DEAD else "classic"
 
     def describe_group(self, group_id: str) -> Group | None:
         return self.groups.get(group_id)
@@ -480,6 +622,9 @@ class GroupCoordinator:
         for gid in group_ids:
             if not gid:
                 results[gid] = ErrorCode.invalid_group_id
+                continue
+            if self._is_consumer_group(gid):
+                results[gid] = await self._delete_consumer_group(gid, now_ms)
                 continue
             group = self.groups.get(gid)
             code = decisions.decide_delete(group)
@@ -496,6 +641,22 @@ class GroupCoordinator:
             self.groups.pop(gid, None)
             log.info("group_deleted", group_id=gid)
         return results
+
+    async def _delete_consumer_group(self, group_id: str, now_ms: int) -> ErrorCode:
+        """DeleteGroups of a consumer group: only an Empty one; its offsets go, then its records."""
+        assert self.consumer is not None
+        code = self.consumer.deletable(group_id)
+        if code is not ErrorCode.none:
+            return code
+        tps = self._offset_partitions(group_id)
+        records: list[tuple[bytes, bytes | None]] = [(offsets_log.offset_commit_key(group_id, tp), None) for tp in tps]
+        records += self.consumer.tombstones(group_id)
+        await self._log.append(self.partition_for(group_id), records, now_ms)
+        for tp in tps:
+            self._apply_offset(group_id, tp, None)
+        self.consumer.forget(group_id)
+        log.info("group_deleted", group_id=group_id, group_type="consumer")
+        return ErrorCode.none
 
     # ------------------------------------------------------------------------------ transactions
     def _pending_partitions(self, group_id: str) -> set[TopicPartition]:
@@ -515,14 +676,13 @@ class GroupCoordinator:
     async def commit_transactional_offsets(self, group_id: str, *, producer_id: int, producer_epoch: int,
                                            member_id: str, group_instance_id: str | None, generation_id: int,
                                            offsets: Mapping[TopicPartition, OffsetCommitEntry],
-                                           now_ms: int) -> dict[TopicPartition, ErrorCode]:
+                                           now_ms: int, api_version: int = 5) -> dict[TopicPartition, ErrorCode]:
         """TxnOffsetCommit: append the offsets as a transactional batch of the producer; they stay
         pending (invisible to OffsetFetch) until the COMMIT marker reaches this partition."""
-        code = decisions.validate_txn_offset_commit(self.groups.get(group_id), member_id, group_instance_id,
-                                                    generation_id)
-        if code is not ErrorCode.none:
-            return {tp: code for tp in offsets}
-        results, accepted = _accept_offsets(offsets, now_ms)
+        refused = self._refused_commits(group_id, member_id, group_instance_id, generation_id, offsets,
+                                        transactional=True, api_version=api_version)
+        results, accepted = _accept_offsets({tp: e for tp, e in offsets.items() if tp not in refused}, now_ms)
+        results.update(refused)
         if accepted:
             try:
                 written = await self._append_offsets(group_id, accepted, now_ms, producer_id=producer_id,

@@ -1,0 +1,311 @@
+"""ConsumerGroups: the async shell of the consumer protocol (KIP-848) around decisions.py.
+
+Decide -> persist -> apply, as the classic coordinator does: a heartbeat takes a synchronous
+decision on the cached group, the records it produced are appended to the group's
+`__consumer_offsets` partition as one batch, and only then is the new group value swapped in and
+the member answered. The only await between a decision and its application is that append, and it
+is taken under the group's lock, so two heartbeats of one group never decide on the same value.
+
+The classic GroupCoordinator owns `__consumer_offsets` (offsets are the same for both group types)
+and is the door: it replays the records of consumer groups into `replay`, asks
+`validate_offset_commit` / `validate_offset_fetch` for their groups, lists and deletes them, and
+calls `heartbeat` with the tombstone of an empty classic group of the same id when one is replaced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import structlog
+
+from minikafka.coordinator.consumer_group import decisions
+from minikafka.coordinator.consumer_group import records as rec
+from minikafka.coordinator.consumer_group.decisions import ConsumerGroupConfig, HeartbeatReply, HeartbeatRequest, Topics
+from minikafka.coordinator.consumer_group.state import (
+    ConsumerGroup,
+    ConsumerGroupMember,
+    ConsumerGroupState,
+)
+from minikafka.coordinator.ports import RecordLog
+from minikafka.protocol.errors import ErrorCode
+
+log = structlog.get_logger("minikafka.coordinator.consumer_group")
+
+UNKNOWN_GENERATION_ID = -1
+
+
+@dataclass(frozen=True, slots=True)
+class CommitCheck:
+    """The answer to an offset commit of a consumer group: an error for every partition, or a
+    per-partition check against the partitions' assignment epochs (KIP-1251) when the member's
+    epoch is older than its current one."""
+
+    error: ErrorCode = ErrorCode.none
+    message: str | None = None
+    partition_error: Callable[[str, int], ErrorCode] | None = None   # (topic, partition)
+
+
+def _new_member_id() -> str:
+    return str(uuid.uuid4())
+
+
+class ConsumerGroups:
+    def __init__(self, records: RecordLog, config: ConsumerGroupConfig, topics: Callable[[], Topics], *,
+                 partition_for: Callable[[str], int], new_member_id: Callable[[], str] = _new_member_id) -> None:
+        self._log = records
+        self.config = config
+        self._topics = topics
+        self._partition_for = partition_for
+        self._new_member_id = new_member_id
+        self.groups: dict[str, ConsumerGroup] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self.on_deadlines_changed: Callable[[], None] | None = None
+        # A group's own configs (IncrementalAlterConfigs on a GROUP resource): consumer.*
+        # overrides of the broker's group.consumer.* defaults.
+        self.group_overrides: Callable[[str], Mapping[str, str]] | None = None
+
+    def config_of(self, group_id: str) -> ConsumerGroupConfig:
+        overrides = self.group_overrides(group_id) if self.group_overrides is not None else {}
+        if not overrides:
+            return self.config
+        changes = {field: int(overrides[name]) for name, field in _GROUP_CONFIGS.items() if name in overrides}
+        return replace(self.config, **changes)
+
+    # ------------------------------------------------------------------------------ heartbeat
+    def invalid(self, req: HeartbeatRequest) -> HeartbeatReply | None:
+        """The answer to a malformed request (checked before the group is looked at)."""
+        error = decisions.validate(req, self.config)
+        return None if error is None else HeartbeatReply(error=error.code, message=error.message)
+
+    async def heartbeat(self, req: HeartbeatRequest, now_ms: int,
+                        replaced_classic: Sequence[rec.Record] = ()) -> HeartbeatReply:
+        lock = self._locks.setdefault(req.group_id, asyncio.Lock())
+        async with lock:
+            outcome = decisions.decide_heartbeat(self.groups.get(req.group_id), req, self.config_of(req.group_id),
+                                                 self._topics(), now_ms, self._new_member_id())
+            if outcome.group is None:  # an error: nothing changes
+                return outcome.reply
+            records = [*replaced_classic, *outcome.records]
+            if records:
+                try:
+                    await self._log.append(self._partition_for(req.group_id), records, now_ms)
+                except OSError as exc:
+                    # As Kafka's coordinator does with a storage error: NOT_COORDINATOR, the client
+                    # finds the coordinator again and retries.
+                    log.warning("consumer_group_append_failed", group_id=req.group_id, reason=str(exc))
+                    return HeartbeatReply(error=ErrorCode.not_coordinator)
+            self._apply(req.group_id, outcome.group)
+            return outcome.reply
+
+    def _apply(self, group_id: str, group: ConsumerGroup | None) -> None:
+        before = self.groups.get(group_id)
+        if group is None:
+            self.groups.pop(group_id, None)
+            self._locks.pop(group_id, None)
+        else:
+            self.groups[group_id] = group
+            if before is None or before.state is not group.state or before.group_epoch != group.group_epoch:
+                log.info("consumer_group_changed", group_id=group_id, state=group.state.value,
+                         group_epoch=group.group_epoch, assignment_epoch=group.target_assignment_epoch,
+                         members=len(group.members))
+        if self.on_deadlines_changed is not None:
+            self.on_deadlines_changed()
+
+    # ------------------------------------------------------------------------------ timers
+    def next_deadline(self) -> int | None:
+        return min((t for g in self.groups.values() if (t := decisions.next_deadline(g)) is not None), default=None)
+
+    async def expire(self, now_ms: int) -> None:
+        """Fence the members whose session or rebalance timeout passed."""
+        for gid in [g for g, group in self.groups.items() if decisions.expired_members(group, now_ms)]:
+            async with self._locks.setdefault(gid, asyncio.Lock()):  # a heartbeat may be mid-append
+                group = self.groups.get(gid)
+                if group is None:
+                    continue
+                expired = decisions.expired_members(group, now_ms)
+                if not expired:
+                    continue
+                next_group, records = decisions.fence(group, expired, self._topics())
+                await self._log.append(self._partition_for(gid), records, now_ms)
+                for mid in expired:
+                    log.info("consumer_group_member_fenced", group_id=gid, member_id=mid,
+                             reason="session or rebalance timeout expired")
+                self._apply(gid, next_group)
+
+    # ------------------------------------------------------------------------------ replay
+    def replay(self, key: rec.Key, value: bytes | None) -> None:
+        """Fold one record into the cache (start-up; Kafka's GroupMetadataManager.replay)."""
+        gid = key.group_id
+        group = self.groups.get(gid)
+        if group is None:
+            if value is None:
+                return
+            group = ConsumerGroup(group_id=gid)
+        t = key.record_type
+        if t == rec.GROUP_METADATA:
+            if value is None:
+                self.groups.pop(gid, None)
+                return
+            epoch, metadata_hash = rec.decode_group_epoch(value)
+            group = replace(group, group_epoch=epoch, metadata_hash=metadata_hash)
+        elif t == rec.MEMBER_METADATA:
+            member = None
+            if value is not None:
+                meta = rec.decode_member_metadata(key.member_id, value)
+                old = group.members.get(key.member_id)
+                member = meta if old is None else replace(old, **{f: getattr(meta, f) for f in _METADATA_FIELDS})
+            group = replace(group, members=_with(group.members, key.member_id, member))
+        elif t == rec.TARGET_ASSIGNMENT_METADATA:
+            if value is None:
+                group = replace(group, target_assignment_epoch=0, assignment_timestamp_ms=0)
+            else:
+                epoch, ts = rec.decode_target_assignment_metadata(value)
+                group = replace(group, target_assignment_epoch=epoch, assignment_timestamp_ms=ts)
+        elif t == rec.TARGET_ASSIGNMENT_MEMBER:
+            target = None if value is None else rec.decode_target_assignment_member(value)
+            group = replace(group, target_assignment=_with(group.target_assignment, key.member_id, target))
+        elif t == rec.CURRENT_MEMBER_ASSIGNMENT:
+            if value is not None:
+                ca = rec.decode_current_assignment(value)
+                members = dict(group.members)
+                old = members.get(key.member_id) or ConsumerGroupMember(member_id=key.member_id)
+                epochs = {tp: ca.assignment_epochs.get(tp, max(ca.member_epoch, 0))
+                          for tp in ca.assigned | ca.pending_revocation}
+                members[key.member_id] = replace(
+                    old, member_epoch=ca.member_epoch, previous_member_epoch=ca.previous_member_epoch, state=ca.state,
+                    assigned=ca.assigned, pending_revocation=ca.pending_revocation, assignment_epochs=epochs)
+                group = replace(group, members=members)
+        elif t == rec.REGULAR_EXPRESSION:
+            topics = None
+            if value is not None:
+                topics, _version, ts = rec.decode_regular_expression(value)
+                group = replace(group, regex_refreshed_ms=max(group.regex_refreshed_ms, ts))
+            group = replace(group, resolved_regexes=_with(group.resolved_regexes, key.member_id, topics))
+        # PARTITION_METADATA (written before Kafka 4.1): the metadata hash replaces it.
+        self.groups[gid] = group
+
+    def loaded(self, now_ms: int) -> None:
+        """After replay: every member's session starts now (Kafka schedules them on load)."""
+        for gid, group in list(self.groups.items()):
+            session_timeout_ms = self.config_of(gid).session_timeout_ms
+            self.groups[gid] = replace(group, members={
+                mid: replace(m, session_deadline_ms=now_ms + session_timeout_ms)
+                for mid, m in group.members.items()})
+
+    def snapshot_records(self, group_id: str) -> list[rec.Record]:
+        """The records that rebuild the group as it is (a compaction of `__consumer_offsets`)."""
+        g = self.groups[group_id]
+        out: list[rec.Record] = [rec.group_epoch(group_id, g.group_epoch, g.metadata_hash)]
+        for regex, topics in sorted(g.resolved_regexes.items()):
+            out.append(rec.regular_expression(group_id, regex, topics, 0, g.regex_refreshed_ms))
+        for mid, m in sorted(g.members.items()):
+            out.append(rec.member_metadata(group_id, m))
+        for mid, target in sorted(g.target_assignment.items()):
+            out.append(rec.target_assignment_member(group_id, mid, target))
+        out.append(rec.target_assignment_metadata(group_id, g.target_assignment_epoch, g.assignment_timestamp_ms))
+        for mid, m in sorted(g.members.items()):
+            out.append(rec.current_assignment(group_id, m))
+        return out
+
+    # ------------------------------------------------------------------------------ offsets
+    def validate_offset_commit(self, group_id: str, member_id: str, instance_id: str | None, member_epoch: int,
+                               *, transactional: bool, api_version: int) -> CommitCheck:
+        """Kafka's ConsumerGroup.validateOffsetCommit."""
+        group = self.groups[group_id]
+        if member_epoch < 0 and not group.members:
+            return CommitCheck()
+        if (transactional and member_epoch == UNKNOWN_GENERATION_ID and member_id == ""
+                and instance_id is None):
+            return CommitCheck()
+        member = group.members.get(member_id)
+        if member is None:
+            return CommitCheck(ErrorCode.unknown_member_id, f"Member {member_id} is not a member of group {group_id}.")
+        if not transactional and api_version < 9:
+            return CommitCheck(ErrorCode.unsupported_version, "OffsetCommit version 9 or above must be used by "
+                                                              "members using the consumer group protocol")
+        if member_epoch == member.member_epoch:
+            return CommitCheck()
+        if member_epoch > member.member_epoch:
+            return CommitCheck(ErrorCode.stale_member_epoch, f"Received member epoch {member_epoch} is newer than "
+                                                             f"current member epoch {member.member_epoch}.")
+
+        topics = self._topics()
+
+        def partition_error(topic: str, partition: int) -> ErrorCode:
+            known = topics.get(topic)
+            epoch = None if known is None else member.assignment_epochs.get((known[0], partition))
+            if epoch is None or member_epoch < epoch:
+                return ErrorCode.stale_member_epoch
+            return ErrorCode.none
+
+        return CommitCheck(partition_error=partition_error)
+
+    def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:
+        """Kafka's ConsumerGroup.validateOffsetFetch (OffsetFetch v9+ sends the member)."""
+        if member_id is None and member_epoch < 0:
+            return ErrorCode.none
+        member = self.groups[group_id].members.get(member_id or "")
+        if member is None:
+            return ErrorCode.unknown_member_id
+        return ErrorCode.none if member_epoch == member.member_epoch else ErrorCode.stale_member_epoch
+
+    # ------------------------------------------------------------------------------ admin
+    def list_groups(self, states: Iterable[str] = ()) -> list[ConsumerGroup]:
+        wanted = {s.strip().lower() for s in states}
+        return [g for _gid, g in sorted(self.groups.items())
+                if not wanted or g.state.value.lower() in wanted]
+
+    def deletable(self, group_id: str) -> ErrorCode:
+        group = self.groups[group_id]
+        return ErrorCode.none if group.state is ConsumerGroupState.EMPTY else ErrorCode.non_empty_group
+
+    def tombstones(self, group_id: str) -> list[rec.Record]:
+        """Kafka's ConsumerGroup.createGroupTombstoneRecords, in its order."""
+        g = self.groups[group_id]
+        mids = sorted(g.members)
+        out = [rec.current_assignment_tombstone(group_id, mid) for mid in mids]
+        out += [rec.target_assignment_member_tombstone(group_id, mid) for mid in mids]
+        out.append(rec.target_assignment_metadata_tombstone(group_id))
+        out += [rec.member_metadata_tombstone(group_id, mid) for mid in mids]
+        out += [rec.regular_expression_tombstone(group_id, regex) for regex in sorted(g.resolved_regexes)]
+        out += [rec.partition_metadata_tombstone(group_id), rec.group_epoch_tombstone(group_id)]
+        return out
+
+    def forget(self, group_id: str) -> None:
+        """After the tombstones were written (DeleteGroups, offsets expiry, a classic join)."""
+        self._apply(group_id, None)
+
+    def subscribed_topics(self, group_id: str) -> frozenset[str]:
+        return self.groups[group_id].subscribed_topic_names()
+
+    def is_empty(self, group_id: str) -> bool:
+        return not self.groups[group_id].members
+
+    def owns(self, group_id: str) -> bool:
+        return group_id in self.groups
+
+    def describe(self, group_id: str) -> ConsumerGroup | None:
+        return self.groups.get(group_id)
+
+
+def _with(mapping: Mapping[str, Any], key: str, value: Any | None) -> dict[str, Any]:
+    """A copy with `key` set to `value`, or removed when `value` is None (a tombstone)."""
+    out = dict(mapping)
+    if value is None:
+        out.pop(key, None)
+    else:
+        out[key] = value
+    return out
+
+
+# GROUP resource config -> the ConsumerGroupConfig field it overrides (Kafka's GroupConfig).
+_GROUP_CONFIGS = {"consumer.session.timeout.ms": "session_timeout_ms",
+                  "consumer.heartbeat.interval.ms": "heartbeat_interval_ms",
+                  "consumer.assignment.interval.ms": "assignment_interval_ms"}
+
+_METADATA_FIELDS = ("instance_id", "rack_id", "client_id", "client_host", "subscribed_topic_names",
+                    "subscribed_topic_regex", "server_assignor", "rebalance_timeout_ms")

@@ -1,0 +1,500 @@
+"""Pure decisions of the consumer protocol (KIP-848): (group, request, topics, now_ms) -> the next
+group value, the `__consumer_offsets` records that make it durable, and the reply.
+
+Mirrors Kafka 4.3's `GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid` and
+`GroupMetadataManager.consumerGroupHeartbeat` / `consumerGroupLeave` / the session and rebalance
+timeouts, with the same error codes and messages. A heartbeat, in order:
+
+1. validate the request (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR);
+2. find the group (a first heartbeat, epoch 0, creates it) and the member: a new one, a static
+   member taking over the instance id a previous incarnation released (epoch -2), or an existing
+   one whose epoch must be its current or, after a lost answer, its previous one;
+3. update the member from the non-null fields; a changed subscription, a newly resolved regex or a
+   change of the subscribed topics' ids and partitions (the metadata hash) bumps the group epoch;
+4. a group epoch ahead of the target assignment gets a new target from the assignor (at most once
+   per `group.consumer.assignment.interval.ms`);
+5. reconcile the member one step toward its target (reconcile.py);
+6. answer with the member's epoch and, when it changed or the request was a full one, its
+   assignment.
+
+No I/O, no clock, no randomness: topics and time are passed in, a new member id too.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Final
+
+from minikafka.coordinator.consumer_group import records as rec
+from minikafka.coordinator.consumer_group.assignors import ASSIGNORS
+from minikafka.coordinator.consumer_group.metadata_hash import group_hash, topic_hash
+from minikafka.coordinator.consumer_group.reconcile import UnknownMemberState, reconcile
+from minikafka.coordinator.consumer_group.state import (
+    JOIN_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    Assignment,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+)
+from minikafka.protocol.errors import ErrorCode
+
+# topic name -> (topic id, partitions): the broker's topics, as the coordinator sees them
+Topics = Mapping[str, tuple[uuid.UUID, int]]
+
+CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION: Final = 1  # ConsumerGroupHeartbeat v1 (KIP-1082)
+REGEX_BATCH_REFRESH_MIN_INTERVAL_MS: Final = 10_000       # GroupMetadataManager's constant
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupConfig:
+    """Kafka's GroupCoordinatorConfig names: group.consumer.*."""
+
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 5_000
+    max_size: int = 2**31 - 1
+    assignors: tuple[str, ...] = ("uniform", "range")
+    assignment_interval_ms: int = 1_000
+    regex_refresh_interval_ms: int = 600_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeartbeatRequest:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    owned: Assignment | None = None    # TopicPartitions; None = unchanged since the last heartbeat
+    client_id: str = ""
+    client_host: str = ""
+    api_version: int = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeartbeatReply:
+    error: ErrorCode = ErrorCode.none
+    message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Assignment | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    """`group` is the next value (None: nothing changes); `records` make it durable and are
+    written, as one batch, before it is applied and before the reply is sent."""
+
+    reply: HeartbeatReply
+    group: ConsumerGroup | None = None
+    records: tuple[rec.Record, ...] = ()
+
+
+class _Error(Exception):
+    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _fail(code: ErrorCode, message: str | None) -> Outcome:
+    return Outcome(reply=HeartbeatReply(error=code, message=message))
+
+
+# ------------------------------------------------------------------------------------- validation
+def _blank(value: str | None) -> bool:
+    return value is not None and not value.strip()
+
+
+def validate(req: HeartbeatRequest, cfg: ConsumerGroupConfig) -> _Error | None:
+    """GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid, check for check."""
+    invalid = ErrorCode.invalid_request
+    if (req.api_version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION or req.member_epoch > 0
+            or req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH) and _blank(req.member_id):
+        return _Error(invalid, "MemberId can't be empty.")
+    if _blank(req.group_id):
+        return _Error(invalid, "GroupId can't be empty.")
+    if _blank(req.instance_id):
+        return _Error(invalid, "InstanceId can't be empty.")
+    if _blank(req.rack_id):
+        return _Error(invalid, "RackId can't be empty.")
+    if req.member_epoch == JOIN_GROUP_MEMBER_EPOCH:
+        if req.rebalance_timeout_ms == -1:
+            return _Error(invalid, "RebalanceTimeoutMs must be provided in first request.")
+        if req.owned is None or req.owned:
+            return _Error(invalid, "TopicPartitions must be empty when (re-)joining.")
+        if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+            return _Error(invalid, "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
+                                   "(re-)joining.")
+    elif req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        if req.instance_id is None:
+            return _Error(invalid, "InstanceId can't be null.")
+    elif req.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        return _Error(invalid, "MemberEpoch is invalid.")
+    if req.server_assignor is not None and req.server_assignor not in cfg.assignors:
+        return _Error(ErrorCode.unsupported_assignor,
+                      f"ServerAssignor {req.server_assignor} is not supported. Supported assignors: "
+                      f"{', '.join(cfg.assignors)}.")
+    return None
+
+
+def compile_regex(regex: str) -> re.Pattern[str] | _Error:
+    """Kafka compiles with RE2/J; Python's `re` accepts the same syntax for the patterns topic
+    subscriptions use (character classes, alternation, repetition, anchors)."""
+    try:
+        return re.compile(regex)
+    except re.error as exc:
+        return _Error(ErrorCode.invalid_regular_expression,
+                      f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {exc.msg}.")
+
+
+def resolve_regex(regex: str, topics: Topics) -> frozenset[str]:
+    compiled = compile_regex(regex)
+    if isinstance(compiled, _Error):
+        return frozenset()
+    return frozenset(name for name in topics if compiled.fullmatch(name))
+
+
+# ------------------------------------------------------------------------------------- heartbeat
+def decide_heartbeat(group: ConsumerGroup | None, req: HeartbeatRequest, cfg: ConsumerGroupConfig, topics: Topics,
+                     now_ms: int, new_member_id: str) -> Outcome:
+    error = validate(req, cfg)
+    if error is not None:
+        return _fail(error.code, error.message)
+    try:
+        if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            return _leave(group, req, topics)
+        return _heartbeat(group, req, cfg, topics, now_ms, new_member_id)
+    except _Error as exc:
+        return _fail(exc.code, exc.message)
+
+
+def _member_or_fail(group: ConsumerGroup, member_id: str) -> ConsumerGroupMember:
+    member = group.members.get(member_id)
+    if member is None:
+        raise _Error(ErrorCode.unknown_member_id, f"Member {member_id} is not a member of group {group.group_id}.")
+    return member
+
+
+def _check_epoch(member: ConsumerGroupMember, received: int, owned: Assignment | None) -> None:
+    """Kafka's throwIfConsumerGroupMemberEpochIsInvalid: 0 rejoins; the previous epoch is accepted
+    from a member that missed the answer which bumped it (its owned partitions show it)."""
+    if received == JOIN_GROUP_MEMBER_EPOCH:
+        return
+    if received > member.member_epoch:
+        raise _Error(ErrorCode.fenced_member_epoch,
+                     f"The consumer group member has a greater member epoch ({received}) than the one known by the "
+                     f"group coordinator ({member.member_epoch}). The member must abandon all its partitions and "
+                     f"rejoin.")
+    if received < member.member_epoch and (received != member.previous_member_epoch or owned is None
+                                           or not owned <= member.assigned):
+        raise _Error(ErrorCode.fenced_member_epoch,
+                     f"The consumer group member has a smaller member epoch ({received}) than the one known by the "
+                     f"group coordinator ({member.member_epoch}). The member must abandon all its partitions and "
+                     f"rejoin.")
+
+
+def _static_member(group: ConsumerGroup, instance_id: str) -> ConsumerGroupMember | None:
+    mid = group.static_member_id(instance_id)
+    return None if mid is None else group.members[mid]
+
+
+def _fence_static(member: ConsumerGroupMember | None, group_id: str, member_id: str, instance_id: str) -> ConsumerGroupMember:
+    if member is None:
+        raise _Error(ErrorCode.unknown_member_id, f"Instance id {instance_id} is unknown.")
+    if member.member_id != member_id:
+        raise _Error(ErrorCode.fenced_instance_id, f"Static member {member_id} with instance id {instance_id} was "
+                                                   f"fenced by member {member.member_id}.")
+    return member
+
+
+class _Draft:
+    """The group being changed by one operation, and the records the change needs, in order."""
+
+    def __init__(self, group: ConsumerGroup) -> None:
+        self.group = group
+        self.records: list[rec.Record] = []
+
+    def put_member(self, member: ConsumerGroupMember) -> None:
+        self.group = replace(self.group, members={**self.group.members, member.member_id: member})
+
+    def remove_member(self, member_id: str) -> None:
+        """Kafka's removeMember: the member's three records go, in this order."""
+        gid = self.group.group_id
+        self.records += [rec.current_assignment_tombstone(gid, member_id),
+                         rec.target_assignment_member_tombstone(gid, member_id),
+                         rec.member_metadata_tombstone(gid, member_id)]
+        members = dict(self.group.members)
+        members.pop(member_id, None)
+        target = dict(self.group.target_assignment)
+        target.pop(member_id, None)
+        self.group = replace(self.group, members=members, target_assignment=target)
+
+
+def _heartbeat(group: ConsumerGroup | None, req: HeartbeatRequest, cfg: ConsumerGroupConfig, topics: Topics,
+               now_ms: int, new_member_id: str) -> Outcome:
+    gid = req.group_id
+    joining = req.member_epoch == JOIN_GROUP_MEMBER_EPOCH
+    if group is None:
+        if not joining:
+            raise _Error(ErrorCode.group_id_not_found, f"Consumer group {gid} not found.")
+        group = ConsumerGroup(group_id=gid)
+    static_known = req.instance_id is not None and group.static_member_id(req.instance_id) is not None
+    if (len(group.members) >= cfg.max_size and not static_known
+            and (not req.member_id or req.member_id not in group.members)):
+        raise _Error(ErrorCode.group_max_size_reached,
+                     f"The consumer group has reached its maximum capacity of {cfg.max_size} members.")
+    member_id = req.member_id or new_member_id  # v0 lets the coordinator choose
+    d = _Draft(group)
+
+    # 2. the member
+    if req.instance_id is None:
+        member = group.members.get(member_id)
+        if member is None:
+            if not joining:
+                _member_or_fail(group, member_id)
+            member = ConsumerGroupMember(member_id=member_id)
+        _check_epoch(member, req.member_epoch, req.owned)
+    else:
+        existing = _static_member(group, req.instance_id)
+        if joining:
+            if existing is None:
+                member = group.members.get(member_id) or ConsumerGroupMember(member_id=member_id)
+            else:
+                if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                    raise _Error(ErrorCode.unreleased_instance_id,
+                                 f"Static member {member_id} with instance id {req.instance_id} cannot join the "
+                                 f"group because the instance id is owned by {existing.member_id} member.")
+                # The new incarnation takes over the old one's assignment (no rebalance).
+                member = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0,
+                                 rebalance_deadline_ms=None)
+                old_target = group.target_of(existing.member_id)
+                d.remove_member(existing.member_id)
+                d.records += [rec.member_metadata(gid, member), rec.target_assignment_member(gid, member_id, old_target),
+                              rec.current_assignment(gid, member)]
+                d.put_member(member)
+                d.group = replace(d.group, target_assignment={**d.group.target_assignment, member_id: old_target})
+        else:
+            member = _fence_static(existing, gid, member_id, req.instance_id)
+            _check_epoch(member, req.member_epoch, req.owned)
+
+    # 3. the member's new metadata; what bumps the group epoch
+    updated = replace(
+        member,
+        instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
+        rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
+        rebalance_timeout_ms=req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms,
+        server_assignor=req.server_assignor if req.server_assignor is not None else member.server_assignor,
+        subscribed_topic_names=(tuple(sorted(set(req.subscribed_topic_names))) if req.subscribed_topic_names is not None
+                                else member.subscribed_topic_names),
+        subscribed_topic_regex=(req.subscribed_topic_regex or None) if req.subscribed_topic_regex is not None
+        else member.subscribed_topic_regex,
+        client_id=req.client_id, client_host=req.client_host)
+    new_member = member_id not in d.group.members
+    names_changed = False
+    if new_member or updated.metadata_key() != member.metadata_key():
+        d.records.append(rec.member_metadata(gid, updated))
+        names_changed = updated.subscribed_topic_names != member.subscribed_topic_names
+    bump = names_changed
+    regex_changed = updated.subscribed_topic_regex != member.subscribed_topic_regex
+    d.put_member(updated)
+    if regex_changed:
+        bump |= _update_regexes(d, member.subscribed_topic_regex, updated.subscribed_topic_regex, topics, now_ms)
+    bump |= _refresh_regexes(d, topics, now_ms, cfg)
+    subscription_changed = names_changed or regex_changed
+
+    metadata = _subscribed_metadata(d.group, topics)
+    metadata_hash = group_hash({name: topic_hash(name, tid, n) for name, (tid, n) in metadata.items()})
+    if metadata_hash != d.group.metadata_hash:
+        bump = True
+    if bump:
+        epoch = d.group.group_epoch + 1
+        d.records.append(rec.group_epoch(gid, epoch, metadata_hash))
+        d.group = replace(d.group, group_epoch=epoch, metadata_hash=metadata_hash)
+
+    # 4. a new target assignment
+    _maybe_assign(d, topics, cfg, now_ms)
+
+    # 5. reconcile the member
+    updated = d.group.members[member_id]
+    reconciled = _reconcile(d.group, updated, req.owned, topics, subscription_changed)
+    if reconciled.assignment_key() != updated.assignment_key():
+        d.records.append(rec.current_assignment(gid, reconciled))
+        if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
+            reconciled = replace(reconciled, rebalance_deadline_ms=now_ms + reconciled.rebalance_timeout_ms)
+        else:
+            reconciled = replace(reconciled, rebalance_deadline_ms=None)
+    reconciled = replace(reconciled, session_deadline_ms=now_ms + cfg.session_timeout_ms)
+    d.put_member(reconciled)
+
+    # 6. the answer
+    full = (req.rebalance_timeout_ms != -1 and req.owned is not None
+            and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None))
+    changed = (reconciled.assigned != member.assigned
+               or {tp: reconciled.assignment_epochs.get(tp) for tp in reconciled.assigned}
+               != {tp: member.assignment_epochs.get(tp) for tp in member.assigned})
+    reply = HeartbeatReply(member_id=member_id, member_epoch=reconciled.member_epoch,
+                           heartbeat_interval_ms=cfg.heartbeat_interval_ms,
+                           assignment=reconciled.assigned if joining or full or changed else None)
+    return Outcome(reply=reply, group=d.group, records=tuple(d.records))
+
+
+def _subscribed_metadata(group: ConsumerGroup, topics: Topics) -> dict[str, tuple[uuid.UUID, int]]:
+    return {name: topics[name] for name in group.subscribed_topic_names() if name in topics}
+
+
+def _regex_subscribers(group: ConsumerGroup, regex: str) -> int:
+    return sum(1 for m in group.members.values() if m.subscribed_topic_regex == regex)
+
+
+def _update_regexes(d: _Draft, old: str | None, new: str | None, topics: Topics, now_ms: int) -> bool:
+    """The member changed its regex (the draft already has the new one). A regex nobody uses any
+    more is dropped; a new one is resolved at once (Kafka resolves in the background and bumps the
+    epoch when done: the result is the same, one step sooner). True: bump the group epoch."""
+    gid = d.group.group_id
+    resolved = dict(d.group.resolved_regexes)
+    if old and _regex_subscribers(d.group, old) == 0 and old in resolved:
+        d.records.append(rec.regular_expression_tombstone(gid, old))
+        del resolved[old]
+    if new and new not in resolved:
+        compiled = compile_regex(new)
+        if isinstance(compiled, _Error):
+            raise compiled
+        resolved[new] = frozenset(name for name in topics if compiled.fullmatch(name))
+        d.records.append(rec.regular_expression(gid, new, resolved[new], 0, now_ms))
+    d.group = replace(d.group, resolved_regexes=resolved, regex_refreshed_ms=now_ms if new else d.group.regex_refreshed_ms)
+    return True
+
+
+def _refresh_regexes(d: _Draft, topics: Topics, now_ms: int, cfg: ConsumerGroupConfig) -> bool:
+    """Topics created or deleted since the last resolution change what a regex matches; Kafka
+    re-resolves the group's regexes at most every 10 s. True when a resolution changed."""
+    group = d.group
+    if not group.resolved_regexes or now_ms <= group.regex_refreshed_ms + REGEX_BATCH_REFRESH_MIN_INTERVAL_MS:
+        return False
+    resolved = {regex: resolve_regex(regex, topics) for regex in group.resolved_regexes}
+    changed = [regex for regex, names in resolved.items() if names != group.resolved_regexes[regex]]
+    for regex in changed:
+        d.records.append(rec.regular_expression(group.group_id, regex, resolved[regex], 0, now_ms))
+    d.group = replace(group, resolved_regexes=resolved, regex_refreshed_ms=now_ms)
+    return bool(changed)
+
+
+def preferred_assignor(group: ConsumerGroup, cfg: ConsumerGroupConfig) -> str:
+    """The assignor most members ask for (ties: the one listed first in group.consumer.assignors);
+    the first of the list when nobody asks."""
+    counts: dict[str, int] = {}
+    for m in group.members.values():
+        if m.server_assignor is not None:
+            counts[m.server_assignor] = counts.get(m.server_assignor, 0) + 1
+    if not counts:
+        return cfg.assignors[0]
+    order = {name: i for i, name in enumerate(cfg.assignors)}
+    return max(counts, key=lambda name: (counts[name], -order.get(name, len(order))))
+
+
+def _maybe_assign(d: _Draft, topics: Topics, cfg: ConsumerGroupConfig, now_ms: int) -> None:
+    group = d.group
+    if group.target_assignment_epoch >= group.group_epoch:
+        return
+    if (group.assignment_timestamp_ms and cfg.assignment_interval_ms
+            and now_ms < group.assignment_timestamp_ms + cfg.assignment_interval_ms):
+        return  # group.consumer.assignment.interval.ms: the next heartbeat after it does it
+    assignor = ASSIGNORS[preferred_assignor(group, cfg)]
+    metadata = _subscribed_metadata(group, topics)
+    subscriptions = {mid: frozenset(t for t in group.member_topics(m) if t in metadata)
+                     for mid, m in group.members.items()}
+    instance_ids = {mid: m.instance_id for mid, m in group.members.items()}
+    target = assignor(subscriptions, metadata, group.target_assignment, instance_ids)
+    gid = group.group_id
+    for mid in sorted(target):
+        if mid not in group.target_assignment or group.target_assignment[mid] != target[mid]:
+            d.records.append(rec.target_assignment_member(gid, mid, target[mid]))
+    d.records.append(rec.target_assignment_metadata(gid, group.group_epoch, now_ms))
+    d.group = replace(group, target_assignment=target, target_assignment_epoch=group.group_epoch,
+                      assignment_timestamp_ms=now_ms)
+
+
+def _topic_ids(group: ConsumerGroup, member: ConsumerGroupMember, topics: Topics) -> frozenset[uuid.UUID]:
+    return frozenset(topics[name][0] for name in group.member_topics(member) if name in topics)
+
+
+def _reconcile(group: ConsumerGroup, member: ConsumerGroupMember, owned: Assignment | None, topics: Topics,
+               subscription_changed: bool) -> ConsumerGroupMember:
+    if (not subscription_changed and member.state is MemberState.STABLE
+            and member.member_epoch == group.target_assignment_epoch):
+        return member
+    owners = group.partition_owners(excluding=member.member_id)
+    try:
+        return reconcile(member, group.target_assignment_epoch, group.target_of(member.member_id), owners.__contains__,
+                         owned, _topic_ids(group, member, topics), subscription_changed)
+    except UnknownMemberState as exc:
+        raise _Error(ErrorCode.fenced_member_epoch, str(exc)) from None
+
+
+# ------------------------------------------------------------------------------------- leaving
+def fence(group: ConsumerGroup, member_ids: list[str], topics: Topics) -> tuple[ConsumerGroup, list[rec.Record]]:
+    """Kafka's consumerGroupFenceMembers: the members' records go, regexes nobody uses any more
+    go, and the group epoch is bumped (with the metadata hash of what is left)."""
+    d = _Draft(group)
+    removed_regexes = {group.members[mid].subscribed_topic_regex for mid in member_ids if mid in group.members}
+    for mid in member_ids:
+        if mid in d.group.members:
+            d.remove_member(mid)
+    resolved = dict(d.group.resolved_regexes)
+    for regex in sorted(r for r in removed_regexes if r):
+        if _regex_subscribers(d.group, regex) == 0 and regex in resolved:
+            d.records.append(rec.regular_expression_tombstone(group.group_id, regex))
+            del resolved[regex]
+    d.group = replace(d.group, resolved_regexes=resolved)
+    metadata = _subscribed_metadata(d.group, topics)
+    metadata_hash = group_hash({name: topic_hash(name, tid, n) for name, (tid, n) in metadata.items()})
+    epoch = group.group_epoch + 1
+    d.records.append(rec.group_epoch(group.group_id, epoch, metadata_hash))
+    d.group = replace(d.group, group_epoch=epoch, metadata_hash=metadata_hash)
+    return d.group, d.records
+
+
+def _leave(group: ConsumerGroup | None, req: HeartbeatRequest, topics: Topics) -> Outcome:
+    gid = req.group_id
+    if group is None:
+        raise _Error(ErrorCode.group_id_not_found, f"Group {gid} not found.")
+    left = HeartbeatReply(member_id=req.member_id, member_epoch=req.member_epoch)
+    if req.instance_id is None:
+        member = _member_or_fail(group, req.member_id)
+    else:
+        member = _fence_static(_static_member(group, req.instance_id), gid, req.member_id, req.instance_id)
+        if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            # The instance id is released for a restart: the assignment stays with it (nobody else
+            # gets those partitions) until the session times out.
+            staying = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, pending_revocation=frozenset(),
+                              assignment_epochs={tp: 0 for tp in member.assigned}, rebalance_deadline_ms=None)
+            return Outcome(reply=replace(left, member_id=member.member_id),
+                           group=replace(group, members={**group.members, member.member_id: staying}),
+                           records=(rec.current_assignment(gid, staying),))
+    next_group, records = fence(group, [member.member_id], topics)
+    return Outcome(reply=left, group=next_group, records=tuple(records))
+
+
+# ------------------------------------------------------------------------------------- timers
+def next_deadline(group: ConsumerGroup) -> int | None:
+    times = [t for m in group.members.values() for t in (m.session_deadline_ms, m.rebalance_deadline_ms)
+             if t is not None]
+    return min(times, default=None)
+
+
+def expired_members(group: ConsumerGroup, now_ms: int) -> list[str]:
+    """Members whose session timed out, or who did not revoke within their rebalance timeout."""
+    return sorted(m.member_id for m in group.members.values()
+                  if (m.session_deadline_ms is not None and now_ms >= m.session_deadline_ms)
+                  or (m.rebalance_deadline_ms is not None and now_ms >= m.rebalance_deadline_ms
+                      and m.state is MemberState.UNREVOKED_PARTITIONS))

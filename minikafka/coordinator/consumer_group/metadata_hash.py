@@ -1,0 +1,55 @@
+"""The MetadataHash of a consumer group (ConsumerGroupMetadataValue tag 0), as Kafka 4.1+ computes
+it (group-coordinator `Utils.computeTopicHash` / `computeGroupHash`, KIP-1101).
+
+A topic's hash is XXH3-64 (seed 0) over, little-endian: a zero magic byte, the topic id's two
+64-bit halves (most significant first), the name (UTF-16 code units, then their count as an int32),
+the partition count, and for each partition its index followed by the sorted racks of its replicas
+(each as its length, the string, its length again). The group's hash is XXH3-64 over the topic
+hashes of its subscribed, existing topics, in topic-name order; 0 when there are none.
+
+The same value as Kafka's keeps `__consumer_offsets` byte-identical, and a data directory moved
+between Kafka and minikafka does not see a metadata change (a needless rebalance) on first use.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from collections.abc import Mapping, Sequence
+
+import xxhash
+
+TOPIC_HASH_MAGIC_BYTE = 0
+
+
+def _java_string(s: str) -> bytes:
+    units = s.encode("utf-16-le")
+    return units + struct.pack("<i", len(units) // 2)
+
+
+def topic_hash(name: str, topic_id: uuid.UUID, partitions: int, racks: Sequence[Sequence[str]] = ()) -> int:
+    """`racks[i]` lists the racks of partition i's replicas (empty without broker.rack)."""
+    msb, lsb = struct.unpack(">qq", topic_id.bytes)
+    out = bytearray(struct.pack("<Bqq", TOPIC_HASH_MAGIC_BYTE, msb, lsb))
+    out += _java_string(name) + struct.pack("<i", partitions)
+    for i in range(partitions):
+        out += struct.pack("<i", i)
+        for rack in sorted(racks[i] if i < len(racks) else ()):
+            out += struct.pack("<i", len(rack.encode("utf-16-le")) // 2) + _java_string(rack)
+    return _signed(xxhash.xxh3_64_intdigest(bytes(out)))
+
+
+def group_hash(topic_hashes: Mapping[str, int]) -> int:
+    if not topic_hashes:
+        return 0
+    data = b"".join(struct.pack("<q", topic_hashes[name]) for name in sorted(topic_hashes, key=_java_order))
+    return _signed(xxhash.xxh3_64_intdigest(data))
+
+
+def _java_order(s: str) -> bytes:
+    # Java's String.compareTo orders by UTF-16 code unit.
+    return s.encode("utf-16-be")
+
+
+def _signed(v: int) -> int:
+    return v - (1 << 64) if v >= 1 << 63 else v
