@@ -61,4 +61,4 @@ PROFILES: dict[str, dict[str, Any]] = {
     },
 }
 
-SCENARIOS = ("P2", "P3", "P4", "C1", "C2", "C3", "E1", "O1", "O2", "O3")
+SCENARIOS = ("P2", "P3", "P4", "C1", "C2", "C3", "E1", "G1", "O1", "O2", "O3")

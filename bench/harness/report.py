@@ -57,6 +57,10 @@ def rows_for(meta: dict[str, Any]) -> list[Row]:
             ("E1", "E1", str(r), "lost", f"E1 {r} msg/s: records not received (must be 0)", "records", None),
         ]
     rows += [
+        ("G1", "G1", "classic", "join_s", "G1 classic group, 3 members: two joins settle", "s", None),
+        ("G1", "G1", "classic", "leave_s", "G1 classic: a leave settles", "s", None),
+        ("G1", "G1", "consumer", "join_s", "G1 KIP-848 group, 3 members: two joins settle", "s", None),
+        ("G1", "G1", "consumer", "leave_s", "G1 KIP-848: a leave settles", "s", None),
         ("O1", "O1", "empty", "spawn_to_ready_s", "O1 start-up, empty data dir (spawn -> ApiVersions + CreateTopics OK)",
          "s", ("<=", 0.1)),
         ("O1", "O1", "empty", "spawn_to_api_s", "O1 spawn -> first ApiVersions answer", "s", None),

@@ -207,7 +207,7 @@ class Run:
         try:
             if self.scenarios & {"O1", "O2"}:
                 self.phase_startup()
-            if self.scenarios & {"P2", "P3", "P4", "C1", "C2", "C3", "E1", "O2"}:
+            if self.scenarios & {"P2", "P3", "P4", "C1", "C2", "C3", "E1", "G1", "O2"}:
                 for rep in range(self.p["reps"]):
                     for name in self.order(rep):
                         self.phase_load(name, rep)
@@ -271,7 +271,7 @@ class Run:
             self.broker_info[name] = b.describe()
         bs = b.bootstrap
         try:
-            topics = {"warm": 1, "p3": 1, "p4": 1, "c2": 1, **{f"p2-{t}": int(t[1:]) for t in p["p2_topics"]},
+            topics = {"warm": 1, "p3": 1, "p4": 1, "c2": 1, "g1": 6, **{f"p2-{t}": int(t[1:]) for t in p["p2_topics"]},
                       **{f"e1-{r}": 1 for r in p["e1_rates"]}}
             create_topics(bs, topics)
             with procstat.RssSampler(b.pid) as sampler:
@@ -342,9 +342,21 @@ class Run:
             if fill:
                 self.guarded(name, rep, "C2", "aborted10", lambda: consume(
                     "c2", fill["committed_records"], "read_committed", linger_s=0.5))
+        if "G1" in sc:
+            for protocol in ("classic", "consumer"):
+                self.guarded(name, rep, "G1", protocol, lambda protocol=protocol: self._rebalance(b, protocol, rep))
         if "E1" in sc:
             for rate in p["e1_rates"]:
                 self.guarded(name, rep, "E1", str(rate), lambda rate=rate: self._e2e(b, f"e1-{rate}", rate))
+
+    def _rebalance(self, b: Broker, protocol: str, rep: int) -> dict[str, Any]:
+        """G1: how long a 3-member group takes to settle after two joins and after a leave, with each
+        broker's default group settings (classic: the members' 3 s heartbeats; KIP-848: the
+        coordinator's 5 s heartbeat interval)."""
+        r = self.client("rebalance", {"bootstrap": b.bootstrap, "topic": "g1", "partitions": 6,
+                                      "group": f"g1-{protocol}-{rep}", "protocol": protocol}, b)
+        log(f"  {b.name} G1 {protocol}: 2 joins settle in {r['join_s']:.2f}s, a leave in {r['leave_s']:.2f}s")
+        return r
 
     def _java_consume(self, b: Broker, topic: str, expected: int, iso: str, group: str) -> dict[str, Any]:
         """C3: Kafka's own ConsumerPerformance (the Java consumer, subscribed in a group) reads the

@@ -437,7 +437,43 @@ def role_warmup(a: dict[str, Any]) -> dict[str, Any]:
             "plain_records_per_s": out["plain"]["records_per_s"]}
 
 
-ROLES = {"produce": role_produce, "fill": role_fill, "consume": role_consume, "e2e-consume": role_e2e_consume,
+def role_rebalance(a: dict[str, Any]) -> dict[str, Any]:
+    """G1: a consumer group of 3 members on a topic of `partitions`, under `protocol` (classic or
+    KIP-848's consumer). One member is alone and has everything; at t0 two more subscribe; `join_s`
+    is t0 until the three own all partitions between them, each some, none twice (as the clients
+    see it). Then one member closes: `leave_s` until the other two own everything."""
+    b, topic, n = a["bootstrap"], a["topic"], int(a["partitions"])
+    conf = {**CONSUMER_BASE, "bootstrap.servers": b, "group.id": a["group"], "group.protocol": a["protocol"],
+            "enable.auto.commit": False}
+    timeout = float(a.get("timeout_s", 120))
+
+    def settle(members: list[Consumer], what: str) -> float:
+        t0 = time.perf_counter()
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            for c in members:
+                c.poll(0.02)
+            owned = [{(tp.topic, tp.partition) for tp in c.assignment()} for c in members]
+            if all(owned) and sum(map(len, owned)) == n and len(set().union(*owned)) == n:
+                return time.perf_counter() - t0
+        raise TimeoutError(f"{what}: not settled in {timeout}s")
+
+    members = [Consumer(conf)]
+    members[0].subscribe([topic])
+    first_s = settle(members, "first member")
+    for _ in range(2):
+        c = Consumer(conf)
+        c.subscribe([topic])
+        members.append(c)
+    join_s = settle(members, "three members")
+    members.pop().close()
+    leave_s = settle(members, "two members after a leave")
+    for c in members:
+        c.close()
+    return {"protocol": a["protocol"], "first_s": first_s, "join_s": join_s, "leave_s": leave_s}
+
+
+ROLES = {"produce": role_produce, "rebalance": role_rebalance, "fill": role_fill, "consume": role_consume, "e2e-consume": role_e2e_consume,
          "e2e-produce": role_e2e_produce, "warmup": role_warmup}
 
 

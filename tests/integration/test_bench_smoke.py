@@ -44,7 +44,7 @@ def test_harness_smoke_run_writes_table(tmp_path: Path) -> None:
     rows = {}
     for line in report.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) >= 5 and re.fullmatch(r"[PCEO]\d", cells[0]):
+        if len(cells) >= 5 and re.fullmatch(r"[PCEGO]\d", cells[0]):
             rows[cells[1]] = cells[3]  # metric -> minikafka cell
     expected = {
         "P2 produce 1 KiB acks=all, p1: throughput": "msg/s",
@@ -60,6 +60,8 @@ def test_harness_smoke_run_writes_table(tmp_path: Path) -> None:
         "O2 idle RSS (0.5 s after ready)": "MB",
         "O2 peak RSS (VmHWM) over warm-up + P2..E1": "MB",
         "O3 recovery after kill -9, 0.002 GB in the active segment": "s",
+        "G1 classic group, 3 members: two joins settle": "s",
+        "G1 KIP-848 group, 3 members: two joins settle": "s",
     }
     for metric in expected:
         assert metric in rows, f"row {metric!r} missing from the table:\n{report[:4000]}"
