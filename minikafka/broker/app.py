@@ -7,7 +7,7 @@ import asyncio
 import dataclasses
 import os
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 import structlog
 
@@ -31,6 +31,8 @@ from minikafka.coordinator.producer_ids import ProducerIdAllocator
 from minikafka.coordinator.transaction.coordinator import TransactionCoordinator
 from minikafka.coordinator.transaction.txn_log import TOPIC as TXN_TOPIC
 from minikafka.faults import FaultInjector
+from minikafka.features import SUPPORTED as SUPPORTED_FEATURES
+from minikafka.features import TRANSACTION_VERSION, Features
 from minikafka.protocol.types import TopicPartition
 from minikafka.quota.manager import ClientQuotas
 from minikafka.scram.credentials import ScramCredential
@@ -42,11 +44,27 @@ from minikafka.storage.scram_store import SCRAM_CREDENTIALS_FILE, ScramCredentia
 from minikafka.topic_config import parse_topic_config, segment_size_config, topic_defaults
 
 GROUP_CONFIGS_FILE = "minikafka-group-configs.json"  # the GROUP config resources' overrides
+FEATURES_FILE = "minikafka-features.json"  # finalized feature levels set by UpdateFeatures
 BROKER_CONFIGS_FILE = "minikafka-broker-configs.json"  # dynamic BROKER configs ("" and the node id)
 
 log = structlog.get_logger("minikafka.broker")
 # How often the internal topics are checked for a rolled segment to compact (cheap: a length test).
 COMPACTION_CHECK_MS = 1000
+
+
+FEATURES_RESOURCE, EPOCH_KEY = "finalized", "finalized.features.epoch"
+
+
+def load_features(config: BrokerConfig, store: DynamicConfigStore) -> Features:
+    """The levels an UpdateFeatures stored win over the broker properties of the same names, which
+    only give the levels of a data dir that never had one (Kafka's `kafka-storage format --feature`)."""
+    stored = store.get(FEATURES_RESOURCE)
+    levels = {name: int(stored.get(name, config[name])) for name in SUPPORTED_FEATURES}
+
+    def save(new: Mapping[str, int], epoch: int) -> None:
+        store.set(FEATURES_RESOURCE, {**{name: str(level) for name, level in new.items()}, EPOCH_KEY: str(epoch)})
+
+    return Features(levels, int(stored.get(EPOCH_KEY, 1)), save=save)
 
 
 class Broker:
@@ -77,6 +95,7 @@ class Broker:
         self.groups = build_group_coordinator(config, self.logs, on_created=self.services.watch_new_partitions)
         self.services.groups = self.groups
         self.services.group_configs = DynamicConfigStore(config.data_dir / GROUP_CONFIGS_FILE)
+        self.services.features = load_features(config, DynamicConfigStore(config.data_dir / FEATURES_FILE))
         if self.groups.consumer is not None:  # a group's consumer.* configs override the broker's
             self.groups.consumer.group_overrides = self.services.group_configs.get
         self.services.broker_configs = broker_configs
@@ -94,7 +113,8 @@ class Broker:
             self.txn_topic, LocalMarkerWriter(self.services), new_producer_id=self.services.producer_ids.generate,
             max_timeout_ms=int(config["transaction.max.timeout.ms"]),
             expiration_ms=int(config["transactional.id.expiration.ms"]), crash_point=self.faults.reach,
-            transaction_version=int(config["transaction.version"]))
+            transaction_version=self.services.features.level(TRANSACTION_VERSION))
+        self.services.features.subscribe(lambda levels: self.txn.set_transaction_version(levels[TRANSACTION_VERSION]))
         self.services.txn = self.txn
         self.services.txn_topic = self.txn_topic
         self.services.marker_listeners.append(self._offsets_marker_written)

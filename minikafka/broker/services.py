@@ -10,6 +10,7 @@ from minikafka.broker_config import with_dynamic
 from minikafka.clock import Clock
 from minikafka.config import BrokerConfig
 from minikafka.coordinator.group.coordinator import GroupCoordinator
+from minikafka.features import Features
 from minikafka.coordinator.ports import RecordLog
 from minikafka.coordinator.producer_ids import ProducerIdAllocator
 from minikafka.coordinator.transaction.coordinator import TransactionCoordinator
@@ -38,6 +39,7 @@ class BrokerServices:
     txn: TransactionCoordinator | None = None  # the transaction coordinator (set by app.py)
     txn_topic: RecordLog | None = None  # __transaction_state (set by app.py)
     group_configs: DynamicConfigStore | None = None  # GROUP config resources (set by app.py)
+    features: Features | None = None  # finalized feature levels, kafka-features.sh (set by app.py)
     broker_configs: DynamicConfigStore | None = None  # dynamic BROKER configs, "" and node id (app.py)
     static_values: Mapping[str, object] = field(default_factory=dict)  # the config before them (app.py)
     quotas: ClientQuotas = field(default_factory=ClientQuotas)  # client quotas (set by app.py)

@@ -73,6 +73,7 @@ SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
     49: VersionRange(0, 1),    # AlterClientQuotas
     50: VersionRange(0, 0),    # DescribeUserScramCredentials
     51: VersionRange(0, 0),    # AlterUserScramCredentials
+    57: VersionRange(0, 2),    # UpdateFeatures (kafka-features.sh); v2 answers without per-feature results
     60: VersionRange(0, 2),    # DescribeCluster
     61: VersionRange(0, 0),    # DescribeProducers
     65: VersionRange(0, 0),    # DescribeTransactions
@@ -207,8 +208,19 @@ def _offset_fetch_single_group(old: Any, new: Any) -> Any:
     return dataclasses.replace(new, groups=(group_cls(group_id=group_id, topics=topics),))
 
 
+def _update_features_allow_downgrade(old: Any, new: Any) -> Any:
+    # UpdateFeatures v0 says allow_downgrade; v1+ an upgrade_type (1 upgrade, 2 safe downgrade).
+    updates = getattr(old, "feature_updates", ())
+    if not updates or not hasattr(updates[0], "allow_downgrade"):
+        return new
+    return dataclasses.replace(new, feature_updates=tuple(
+        dataclasses.replace(n, upgrade_type=type(n.upgrade_type)(2 if o.allow_downgrade else 1))
+        for o, n in zip(updates, new.feature_updates, strict=True)))
+
+
 # Requests whose older versions carry data under another field name than the canonical shape.
 REQUEST_FIXUPS: dict[int, Callable[[Any, Any], Any]] = {
+    57: _update_features_allow_downgrade,
     9: _offset_fetch_single_group,
     10: _find_coordinator_single_key,
     13: _leave_group_single_member,

@@ -56,6 +56,7 @@ ADMIN = (
     (51, "alter_user_scram_credentials", "AlterUserScramCredentialsHandler", SVC),
     (74, "list_config_resources", "ListConfigResourcesHandler", SVC),
     (75, "describe_topic_partitions", "DescribeTopicPartitionsHandler", SVC),
+    (57, "update_features", "UpdateFeaturesHandler", SVC),
 )
 # The group coordinator's APIs, classic and KIP-848 (app.py sets svc.groups before building the registry).
 GROUP = (

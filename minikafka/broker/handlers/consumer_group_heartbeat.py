@@ -18,14 +18,15 @@ from minikafka.broker.services import BrokerServices
 from minikafka.coordinator.consumer_group.decisions import HeartbeatRequest
 from minikafka.coordinator.consumer_group.state import Assignment, by_topic, from_topics
 from minikafka.coordinator.group.coordinator import GroupCoordinator
+from minikafka.features import GROUP_VERSION
 from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import ZERO_MS
 
 
 def consumer_protocol_enabled(svc: BrokerServices) -> bool:
-    """group.version >= 1 (KIP-848 is on from Kafka 4.0's default)."""
-    return int(svc.config["group.version"]) >= 1
+    """group.version >= 1 (KIP-848 is on from Kafka 4.0's default; kafka-features.sh may move it)."""
+    return svc.features is None or svc.features.level(GROUP_VERSION) >= 1
 
 
 def wire_assignment(assignment: Assignment) -> Any:

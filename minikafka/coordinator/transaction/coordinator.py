@@ -61,8 +61,7 @@ class TransactionCoordinator:
         self._log = log_
         # The broker's finalized transaction.version: 2 lets clients speak transactions v2, and the
         # coordinator ends timed-out transactions as v2 does (an exhausted epoch rotates the id).
-        self.transaction_version = transaction_version
-        self.log_value_version = 1 if transaction_version >= 1 else 0  # TransactionLogValue, as Kafka writes it
+        self.set_transaction_version(transaction_version)
         self._crash_point = crash_point  # test-only fault injection (minikafka/faults.py)
         self._markers = markers
         self._new_producer_id = new_producer_id
@@ -72,6 +71,11 @@ class TransactionCoordinator:
         self._pending: set[str] = set()
         self._marker_tasks: dict[str, asyncio.Task[None]] = {}
         self.loaded = False
+
+    def set_transaction_version(self, level: int) -> None:
+        """At start-up, and when kafka-features.sh changes the finalized level (UpdateFeatures)."""
+        self.transaction_version = level
+        self.log_value_version = 1 if level >= 1 else 0  # TransactionLogValue, as Kafka writes it
 
     # ------------------------------------------------------------------------------ lifecycle
     def load(self) -> None:
