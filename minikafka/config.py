@@ -142,6 +142,9 @@ PROPS: tuple[Prop, ...] = (
          lambda v: bool(v) and all(a.strip() in ("uniform", "range") for a in v.split(","))
          and len({a.strip() for a in v.split(",")}) == len(v.split(","))),
     Prop("group.consumer.assignment.interval.ms", _int, 1000, _ge(0)),
+    # Online migration between the protocols (KIP-848): bidirectional, upgrade, downgrade, disabled.
+    Prop("group.consumer.migration.policy", _str, "bidirectional",
+         lambda v: v.lower() in ("bidirectional", "upgrade", "downgrade", "disabled")),
     Prop("transaction.state.log.num.partitions", _int, 50, _ge(1)),
     Prop("transaction.state.log.replication.factor", _int, 3, _ge(1)),
     Prop("transaction.state.log.min.isr", _int, 2, _ge(1)),

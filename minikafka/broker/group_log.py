@@ -46,6 +46,7 @@ def build_group_coordinator(config: BrokerConfig, logs: LogManager,
         max_size=int(config["group.consumer.max.size"]),
         assignors=tuple(a.strip() for a in str(config["group.consumer.assignors"]).split(",")),
         assignment_interval_ms=int(config["group.consumer.assignment.interval.ms"]),
+        migration_policy=str(config["group.consumer.migration.policy"]).lower(),
     )
     consumer = ConsumerGroups(records_log, consumer_config, lambda: TopicsView(logs),
                               partition_for=groups.partition_for)

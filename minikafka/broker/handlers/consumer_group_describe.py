@@ -23,7 +23,7 @@ from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import ZERO_MS
 
-MEMBER_TYPE_CONSUMER = 1  # v1: 0 = a classic member of a mixed group, 1 = a consumer-protocol member
+MEMBER_TYPE_CLASSIC, MEMBER_TYPE_CONSUMER = 0, 1  # v1: a classic member of a mixed group, or one of the new protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +60,8 @@ class ConsumerGroupDescribeHandler:
             client_id=m.client_id, client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
             subscribed_topic_regex=m.subscribed_topic_regex or "",
             assignment=self._assignment(m.assigned | m.pending_revocation),
-            target_assignment=self._assignment(group.target_of(m.member_id)), member_type=MEMBER_TYPE_CONSUMER)
+            target_assignment=self._assignment(group.target_of(m.member_id)),
+            member_type=MEMBER_TYPE_CLASSIC if m.uses_classic_protocol else MEMBER_TYPE_CONSUMER)
 
     def _assignment(self, assignment: Assignment) -> Any:
         topics = []

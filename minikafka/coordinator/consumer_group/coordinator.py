@@ -22,7 +22,7 @@ from typing import Any
 
 import structlog
 
-from minikafka.coordinator.consumer_group import decisions
+from minikafka.coordinator.consumer_group import classic_members, decisions
 from minikafka.coordinator.consumer_group import records as rec
 from minikafka.coordinator.consumer_group.decisions import ConsumerGroupConfig, HeartbeatReply, HeartbeatRequest, Topics
 from minikafka.coordinator.consumer_group.state import (
@@ -81,11 +81,14 @@ class ConsumerGroups:
         error = decisions.validate(req, self.config)
         return None if error is None else HeartbeatReply(error=error.code, message=error.message)
 
-    async def heartbeat(self, req: HeartbeatRequest, now_ms: int,
-                        replaced_classic: Sequence[rec.Record] = ()) -> HeartbeatReply:
+    async def heartbeat(self, req: HeartbeatRequest, now_ms: int, replaced_classic: Sequence[rec.Record] = (),
+                        start: ConsumerGroup | None = None) -> HeartbeatReply:
+        """`replaced_classic`: records that go first in the same batch (the tombstone of an empty
+        classic group, or a live one converted into `start`, the group the heartbeat meets)."""
         lock = self._locks.setdefault(req.group_id, asyncio.Lock())
         async with lock:
-            outcome = decisions.decide_heartbeat(self.groups.get(req.group_id), req, self.config_of(req.group_id),
+            group = start if start is not None else self.groups.get(req.group_id)
+            outcome = decisions.decide_heartbeat(group, req, self.config_of(req.group_id),
                                                  self._topics(), now_ms, self._new_member_id())
             if outcome.group is None:  # an error: nothing changes
                 return outcome.reply
@@ -100,6 +103,63 @@ class ConsumerGroups:
                     return HeartbeatReply(error=ErrorCode.not_coordinator)
             self._apply(req.group_id, outcome.group)
             return outcome.reply
+
+    # ------------------------------------------------------------------------------ classic members
+    async def classic_join(self, req: classic_members.ClassicJoin, now_ms: int) -> classic_members.ClassicJoinOutcome:
+        async with self._locks.setdefault(req.group_id, asyncio.Lock()):
+            out = classic_members.decide_join(self.groups[req.group_id], req, self.config_of(req.group_id),
+                                              self._topics(), now_ms, self._new_member_id())
+            if out.group is not None:
+                await self._log.append(self._partition_for(req.group_id), out.records, now_ms)
+                self._apply(req.group_id, out.group)
+            return out
+
+    def classic_sync(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int,
+                     protocol_type: str | None, protocol_name: str | None,
+                     now_ms: int) -> classic_members.ClassicSyncOutcome:
+        out = classic_members.decide_sync(self.groups[group_id], member_id, instance_id, generation_id, protocol_type,
+                                          protocol_name, self.topic_names(), now_ms)
+        if out.group is not None:
+            self._apply(group_id, out.group)
+        return out
+
+    def classic_heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int,
+                          now_ms: int) -> ErrorCode:
+        code, group = classic_members.decide_heartbeat(self.groups[group_id], member_id, instance_id, generation_id,
+                                                       now_ms)
+        if group is not None:
+            self._apply(group_id, group)
+        return code
+
+    async def classic_leave(self, group_id: str, members: Sequence[tuple[str, str | None]],
+                            now_ms: int) -> list[ErrorCode]:
+        async with self._locks.setdefault(group_id, asyncio.Lock()):
+            codes, group, records = classic_members.decide_leave(self.groups[group_id], members, self._topics())
+            if group is not None:
+                await self._log.append(self._partition_for(group_id), records, now_ms)
+                self._apply(group_id, group)
+            return codes
+
+    def topic_names(self) -> dict[object, str]:
+        return {tid: name for name, (tid, _n) in self._topics().items()}
+
+    def convert_from_classic(self, group_id: str, generation: int, protocol_name: str | None,
+                             members: Sequence[classic_members.ClassicMemberImage],
+                             now_ms: int) -> tuple[ConsumerGroup, list[rec.Record]]:
+        """The consumer group a live classic group becomes (not applied: the heartbeat that asked
+        for it applies it with its own records). Raises MalformedConsumerProtocol."""
+        group, records = classic_members.from_classic(group_id, generation, protocol_name, members, self._topics())
+        return replace(group, members={mid: replace(m, session_deadline_ms=now_ms + m.classic.session_timeout_ms)
+                                       if m.classic is not None else m for mid, m in group.members.items()}), records
+
+    def downgradable(self, group_id: str) -> bool:
+        """A consumer group whose members all speak the classic protocol, with downgrades allowed."""
+        group = self.groups.get(group_id)
+        return (group is not None and self.config.migration_policy in ("bidirectional", "downgrade")
+                and classic_members.all_classic(group))
+
+    def classic_images(self, group_id: str) -> list[classic_members.ClassicMemberImage]:
+        return classic_members.to_classic(self.groups[group_id], self.topic_names())
 
     def _apply(self, group_id: str, group: ConsumerGroup | None) -> None:
         before = self.groups.get(group_id)
@@ -119,8 +179,10 @@ class ConsumerGroups:
     def next_deadline(self) -> int | None:
         return min((t for g in self.groups.values() if (t := decisions.next_deadline(g)) is not None), default=None)
 
-    async def expire(self, now_ms: int) -> None:
-        """Fence the members whose session or rebalance timeout passed."""
+    async def expire(self, now_ms: int) -> list[str]:
+        """Fence the members whose session, rebalance, join or sync timeout passed; returns the
+        groups that lost members."""
+        changed: list[str] = []
         for gid in [g for g, group in self.groups.items() if decisions.expired_members(group, now_ms)]:
             async with self._locks.setdefault(gid, asyncio.Lock()):  # a heartbeat may be mid-append
                 group = self.groups.get(gid)
@@ -135,6 +197,8 @@ class ConsumerGroups:
                     log.info("consumer_group_member_fenced", group_id=gid, member_id=mid,
                              reason="session or rebalance timeout expired")
                 self._apply(gid, next_group)
+                changed.append(gid)
+        return changed
 
     # ------------------------------------------------------------------------------ replay
     def replay(self, key: rec.Key, value: bytes | None) -> None:
@@ -193,7 +257,8 @@ class ConsumerGroups:
         for gid, group in list(self.groups.items()):
             session_timeout_ms = self.config_of(gid).session_timeout_ms
             self.groups[gid] = replace(group, members={
-                mid: replace(m, session_deadline_ms=now_ms + session_timeout_ms)
+                mid: replace(m, session_deadline_ms=now_ms + (m.classic.session_timeout_ms if m.classic is not None
+                                                              else session_timeout_ms))
                 for mid, m in group.members.items()})
 
     def snapshot_records(self, group_id: str) -> list[rec.Record]:
@@ -308,4 +373,4 @@ _GROUP_CONFIGS = {"consumer.session.timeout.ms": "session_timeout_ms",
                   "consumer.assignment.interval.ms": "assignment_interval_ms"}
 
 _METADATA_FIELDS = ("instance_id", "rack_id", "client_id", "client_host", "subscribed_topic_names",
-                    "subscribed_topic_regex", "server_assignor", "rebalance_timeout_ms")
+                    "subscribed_topic_regex", "server_assignor", "rebalance_timeout_ms", "classic")

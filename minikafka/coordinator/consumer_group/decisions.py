@@ -60,6 +60,7 @@ class ConsumerGroupConfig:
     assignors: tuple[str, ...] = ("uniform", "range")
     assignment_interval_ms: int = 1_000
     regex_refresh_interval_ms: int = 600_000
+    migration_policy: str = "bidirectional"   # group.consumer.migration.policy (lower case)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -312,8 +313,7 @@ def _heartbeat(group: ConsumerGroup | None, req: HeartbeatRequest, cfg: Consumer
     bump |= _refresh_regexes(d, topics, now_ms, cfg)
     subscription_changed = names_changed or regex_changed
 
-    metadata = _subscribed_metadata(d.group, topics)
-    metadata_hash = group_hash({name: topic_hash(name, tid, n) for name, (tid, n) in metadata.items()})
+    metadata_hash = group_metadata_hash(d.group, topics)
     if metadata_hash != d.group.metadata_hash:
         bump = True
     if bump:
@@ -350,6 +350,12 @@ def _heartbeat(group: ConsumerGroup | None, req: HeartbeatRequest, cfg: Consumer
 
 def _subscribed_metadata(group: ConsumerGroup, topics: Topics) -> dict[str, tuple[uuid.UUID, int]]:
     return {name: topics[name] for name in group.subscribed_topic_names() if name in topics}
+
+
+def group_metadata_hash(group: ConsumerGroup, topics: Topics) -> int:
+    """ConsumerGroupMetadataValue.MetadataHash of the topics the group subscribes to now."""
+    metadata = _subscribed_metadata(group, topics)
+    return group_hash({name: topic_hash(name, tid, n) for name, (tid, n) in metadata.items()})
 
 
 def _regex_subscribers(group: ConsumerGroup, regex: str) -> int:
@@ -456,8 +462,7 @@ def fence(group: ConsumerGroup, member_ids: list[str], topics: Topics) -> tuple[
             d.records.append(rec.regular_expression_tombstone(group.group_id, regex))
             del resolved[regex]
     d.group = replace(d.group, resolved_regexes=resolved)
-    metadata = _subscribed_metadata(d.group, topics)
-    metadata_hash = group_hash({name: topic_hash(name, tid, n) for name, (tid, n) in metadata.items()})
+    metadata_hash = group_metadata_hash(d.group, topics)
     epoch = group.group_epoch + 1
     d.records.append(rec.group_epoch(group.group_id, epoch, metadata_hash))
     d.group = replace(d.group, group_epoch=epoch, metadata_hash=metadata_hash)
@@ -487,7 +492,8 @@ def _leave(group: ConsumerGroup | None, req: HeartbeatRequest, topics: Topics) -
 
 # ------------------------------------------------------------------------------------- timers
 def next_deadline(group: ConsumerGroup) -> int | None:
-    times = [t for m in group.members.values() for t in (m.session_deadline_ms, m.rebalance_deadline_ms)
+    times = [t for m in group.members.values()
+             for t in (m.session_deadline_ms, m.rebalance_deadline_ms, m.join_deadline_ms, m.sync_deadline_ms)
              if t is not None]
     return min(times, default=None)
 
@@ -497,4 +503,6 @@ def expired_members(group: ConsumerGroup, now_ms: int) -> list[str]:
     return sorted(m.member_id for m in group.members.values()
                   if (m.session_deadline_ms is not None and now_ms >= m.session_deadline_ms)
                   or (m.rebalance_deadline_ms is not None and now_ms >= m.rebalance_deadline_ms
-                      and m.state is MemberState.UNREVOKED_PARTITIONS))
+                      and m.state is MemberState.UNREVOKED_PARTITIONS)
+                  or (m.join_deadline_ms is not None and now_ms >= m.join_deadline_ms)
+                  or (m.sync_deadline_ms is not None and now_ms >= m.sync_deadline_ms))

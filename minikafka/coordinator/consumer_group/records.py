@@ -29,7 +29,12 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from minikafka.coordinator.consumer_group.state import ConsumerGroupMember, MemberState, TopicIdPartition
+from minikafka.coordinator.consumer_group.state import (
+    ClassicMemberMetadata,
+    ConsumerGroupMember,
+    MemberState,
+    TopicIdPartition,
+)
 from minikafka.protocol.wire_write import array_length, nullable_string, string, uvarint
 
 GROUP_METADATA = 3
@@ -103,8 +108,18 @@ def member_metadata(group_id: str, m: ConsumerGroupMember) -> Record:
              + array_length(len(m.subscribed_topic_names), True)
              + b"".join(string(t, True) for t in sorted(m.subscribed_topic_names))
              + nullable_string(m.subscribed_topic_regex, True) + _I.pack(m.rebalance_timeout_ms)
-             + nullable_string(m.server_assignor, True) + _CLASSIC_MEMBER_METADATA_NULL)
+             + nullable_string(m.server_assignor, True) + _classic_member_metadata(m.classic))
     return _key(MEMBER_METADATA, group_id, m.member_id), value
+
+
+def _classic_member_metadata(classic: ClassicMemberMetadata | None) -> bytes:
+    """The tagged ClassicMemberMetadata (tag 0): a nullable struct, so a presence byte first."""
+    if classic is None:
+        return _CLASSIC_MEMBER_METADATA_NULL
+    struct_bytes = (_I.pack(classic.session_timeout_ms) + array_length(len(classic.protocols), True)
+                    + b"".join(string(name, True) + uvarint(len(meta) + 1) + meta + _NO_TAGS
+                               for name, meta in classic.protocols) + _NO_TAGS)
+    return _tags([(0, b"\x01" + struct_bytes)])
 
 
 def member_metadata_tombstone(group_id: str, member_id: str) -> Record:
@@ -274,10 +289,21 @@ def decode_member_metadata(member_id: str, value: bytes) -> ConsumerGroupMember:
     regex = r.compact_nstring()
     rebalance_timeout = r.i32()
     assignor = r.compact_nstring()
-    r.tags()
+    tags = r.tags()
+    classic = None
+    if tags.get(0, b"\x00")[:1] == b"\x01":
+        c = _Reader(tags[0][1:])
+        session = c.i32()
+        protocols = []
+        for _ in range(c.compact_len()):
+            name = c.compact_string()
+            meta = c._take(c.compact_len())
+            c.tags()
+            protocols.append((name, meta))
+        classic = ClassicMemberMetadata(session, tuple(protocols))
     return ConsumerGroupMember(member_id=member_id, instance_id=instance_id, rack_id=rack_id, client_id=client_id,
                                client_host=client_host, subscribed_topic_names=topics, subscribed_topic_regex=regex,
-                               rebalance_timeout_ms=rebalance_timeout, server_assignor=assignor)
+                               rebalance_timeout_ms=rebalance_timeout, server_assignor=assignor, classic=classic)
 
 
 def decode_target_assignment_metadata(value: bytes) -> tuple[int, int]:

@@ -73,6 +73,21 @@ def from_topics(topics: Iterable[tuple[uuid.UUID, Iterable[int]]]) -> Assignment
     return frozenset((tid, int(p)) for tid, parts in topics for p in parts)
 
 
+@dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """A member that joined with the classic protocol (JoinGroup) into a consumer group: its session
+    timeout and the protocols it offered (name, embedded ConsumerProtocolSubscription)."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    def protocol_name(self) -> str:
+        return self.protocols[0][0]
+
+    def metadata(self) -> bytes:
+        return self.protocols[0][1]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConsumerGroupMember:
     """A member of a consumer group (Kafka: ConsumerGroupMember). The first block is what the
@@ -89,6 +104,7 @@ class ConsumerGroupMember:
     subscribed_topic_regex: str | None = None
     server_assignor: str | None = None
     rebalance_timeout_ms: int = 300_000
+    classic: ClassicMemberMetadata | None = None   # set for a member of the classic protocol
 
     member_epoch: int = 0
     previous_member_epoch: int = -1
@@ -101,6 +117,14 @@ class ConsumerGroupMember:
 
     session_deadline_ms: int | None = None
     rebalance_deadline_ms: int | None = None   # set while UNREVOKED_PARTITIONS: revoke by then
+    # A classic member asked to rejoin must JoinGroup by the first, and SyncGroup after its join by
+    # the second (its rebalance timeout each), or it is fenced.
+    join_deadline_ms: int | None = None
+    sync_deadline_ms: int | None = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def owned(self) -> Assignment:
         """What the member may still be consuming: assigned plus not yet revoked."""
@@ -109,7 +133,7 @@ class ConsumerGroupMember:
     def metadata_key(self) -> tuple[object, ...]:
         """The fields of the MemberMetadata record (a change means a new record)."""
         return (self.instance_id, self.rack_id, self.client_id, self.client_host, self.subscribed_topic_names,
-                self.subscribed_topic_regex, self.server_assignor, self.rebalance_timeout_ms)
+                self.subscribed_topic_regex, self.server_assignor, self.rebalance_timeout_ms, self.classic)
 
     def assignment_key(self) -> tuple[object, ...]:
         """The fields of the CurrentMemberAssignment record."""

@@ -27,7 +27,9 @@ from typing import Any
 import structlog
 
 from minikafka.coordinator.consumer_group import records as consumer_records
+from minikafka.coordinator.consumer_group.classic_members import ClassicJoin, ClassicMemberImage
 from minikafka.coordinator.consumer_group.coordinator import CommitCheck, ConsumerGroups
+from minikafka.coordinator.consumer_group.embedded import MalformedConsumerProtocol
 from minikafka.coordinator.consumer_group.decisions import HeartbeatReply, HeartbeatRequest
 from minikafka.coordinator.group import decisions, offsets_log
 from minikafka.coordinator.group.decisions import (
@@ -244,7 +246,8 @@ class GroupCoordinator:
             if step is not None:
                 await self._commit(gid, step, now_ms)
         if self.consumer is not None:
-            await self.consumer.expire(now_ms)
+            for gid in await self.consumer.expire(now_ms):
+                await self._maybe_downgrade(gid, now_ms)
         if self._next_retention_check_ms is not None and now_ms >= self._next_retention_check_ms:
             self._next_retention_check_ms = now_ms + self.retention_check_interval_ms
             await self.expire_offsets(now_ms)
@@ -325,10 +328,7 @@ class GroupCoordinator:
         if self._is_consumer_group(req.group_id):
             assert self.consumer is not None
             if not self.consumer.is_empty(req.group_id):
-                # Kafka lets classic members into a consumer group (KIP-848's online migration,
-                # group.consumer.migration.policy); minikafka answers as Kafka does with the
-                # migration disabled.
-                return JoinResult(error=ErrorCode.inconsistent_group_protocol, member_id="")
+                return await self._classic_join_to_consumer_group(req, now_ms)
             # An empty consumer group becomes a classic group: its records go first.
             await self._log.append(self.partition_for(req.group_id), self.consumer.tombstones(req.group_id), now_ms)
             self.consumer.forget(req.group_id)
@@ -341,6 +341,12 @@ class GroupCoordinator:
     async def sync_group(self, req: SyncRequest, now_ms: int) -> SyncResult:
         if self._closed:
             return SyncResult(error=ErrorCode.not_coordinator)
+        if self._is_consumer_group(req.group_id):
+            assert self.consumer is not None
+            out = self.consumer.classic_sync(req.group_id, req.member_id, req.group_instance_id, req.generation_id,
+                                             req.protocol_type, req.protocol_name, now_ms)
+            return SyncResult(error=out.error, assignment=out.assignment, protocol_type=req.protocol_type,
+                              protocol_name=req.protocol_name)
         decision = decisions.decide_sync(self.groups.get(req.group_id), req, self.config, now_ms)
         return await self._commit_then_reply(self._sync_waiters, (req.group_id, req.member_id),
                                              req.group_id, decision.step, decision.reply, now_ms)
@@ -377,6 +383,9 @@ class GroupCoordinator:
 
     def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int,
                   now_ms: int) -> ErrorCode:
+        if self._is_consumer_group(group_id):
+            assert self.consumer is not None
+            return self.consumer.classic_heartbeat(group_id, member_id, group_instance_id, generation_id, now_ms)
         group, code = decisions.decide_heartbeat(self.groups.get(group_id), member_id, group_instance_id,
                                                  generation_id, now_ms)
         if group is not None and group_id in self.groups:
@@ -396,6 +405,7 @@ class GroupCoordinator:
             return HeartbeatReply(error=ErrorCode.not_coordinator)
         classic = self.groups.get(req.group_id)
         replaced: list[tuple[bytes, bytes | None]] = []
+        start = None
         if classic is not None and classic.state is not GroupState.DEAD:
             invalid = self.consumer.invalid(req)
             if invalid is not None:
@@ -403,21 +413,99 @@ class GroupCoordinator:
             if req.member_epoch != 0:
                 return HeartbeatReply(error=ErrorCode.group_id_not_found,
                                       message=f"Group {req.group_id} is not a consumer group.")
-            if classic.state is not GroupState.EMPTY:
-                # Kafka converts a live classic group (the online upgrade of KIP-848);
-                # minikafka answers as Kafka does with group.consumer.migration.policy=disabled.
-                return HeartbeatReply(error=ErrorCode.group_id_not_found,
-                                      message=f"Cannot upgrade classic group {req.group_id} to consumer group "
-                                              f"because online upgrade is disabled.")
             replaced = [(offsets_log.group_metadata_key(req.group_id), None)]
+            if classic.state is not GroupState.EMPTY:
+                converted = self._upgrade(classic, now_ms)
+                if isinstance(converted, HeartbeatReply):
+                    return converted
+                start, records = converted
+                replaced += records
         self._log.ensure_created(now_ms)
-        reply = await self.consumer.heartbeat(req, now_ms, replaced)
+        reply = await self.consumer.heartbeat(req, now_ms, replaced, start)
         if replaced and reply.error is ErrorCode.none:
-            self.groups.pop(req.group_id, None)
+            self._forget_classic(req.group_id)
+        await self._maybe_downgrade(req.group_id, now_ms)
         return reply
+
+    # ------------------------------------------------------------------------------ migration
+    # KIP-848's online migration (group.consumer.migration.policy): a live classic group becomes a
+    # consumer group when a member of the new protocol joins it; classic members may join a
+    # consumer group; and a consumer group left with classic members only becomes a classic group
+    # again. The consumer room decides; this door moves the group between the two caches.
+
+    def _upgrade(self, classic: Group, now_ms: int) -> tuple[Any, list[tuple[bytes, bytes | None]]] | HeartbeatReply:
+        """Kafka's validateOnlineUpgrade + convertToConsumerGroup."""
+        assert self.consumer is not None
+        gid = classic.group_id
+
+        def refused(why: str) -> HeartbeatReply:
+            return HeartbeatReply(error=ErrorCode.group_id_not_found,
+                                  message=f"Cannot upgrade classic group {gid} to consumer group because {why}.")
+
+        if self.consumer.config.migration_policy not in ("bidirectional", "upgrade"):
+            return refused("online upgrade is disabled")
+        if classic.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return refused("the group does not use the consumer embedded protocol")
+        if len(classic.members) > self.consumer.config.max_size:
+            return refused("the group size exceeds the consumer group maximum size")
+        images = [ClassicMemberImage(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                     m.rebalance_timeout_ms, m.session_timeout_ms, m.protocols, m.assignment)
+                  for m in classic.members.values()]
+        try:
+            return self.consumer.convert_from_classic(gid, classic.generation_id, classic.protocol_name, images,
+                                                      now_ms)
+        except MalformedConsumerProtocol:
+            return refused("the embedded consumer protocol is malformed")
+
+    def _forget_classic(self, group_id: str) -> None:
+        """The classic group became a consumer group: its parked members are told to rejoin."""
+        self.groups.pop(group_id, None)
+        for waiters, result in ((self._join_waiters, JoinResult(error=ErrorCode.rebalance_in_progress)),
+                                (self._sync_waiters, SyncResult(error=ErrorCode.rebalance_in_progress))):
+            for key in [k for k in waiters if k[0] == group_id]:
+                for f in waiters.pop(key):
+                    if not f.done():
+                        f.set_result(result)
+
+    async def _classic_join_to_consumer_group(self, req: JoinRequest, now_ms: int) -> JoinResult:
+        assert self.consumer is not None
+        if self.consumer.config.migration_policy == "disabled":
+            return JoinResult(error=ErrorCode.inconsistent_group_protocol, member_id="")
+        out = await self.consumer.classic_join(ClassicJoin(
+            group_id=req.group_id, member_id=req.member_id, group_instance_id=req.group_instance_id,
+            client_id=req.client_id, client_host=req.client_host, session_timeout_ms=req.session_timeout_ms,
+            rebalance_timeout_ms=req.rebalance_timeout_ms, protocol_type=req.protocol_type, protocols=req.protocols,
+            require_known_member_id=req.require_known_member_id), now_ms)
+        if out.error is not ErrorCode.none:
+            return JoinResult(error=out.error, member_id=out.member_id)
+        return JoinResult(error=ErrorCode.none, member_id=out.member_id, generation_id=out.generation_id,
+                          protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=out.protocol_name, leader_id="")
+
+    async def _maybe_downgrade(self, group_id: str, now_ms: int) -> None:
+        """Kafka's convertToClassicGroup after members left: the remaining classic members form a
+        classic group at the group epoch, with their target assignments, and rebalance."""
+        if self.consumer is None or not self.consumer.downgradable(group_id):
+            return
+        images = self.consumer.classic_images(group_id)
+        if len(images) > self.config.max_size:
+            return
+        generation = self.consumer.groups[group_id].group_epoch
+        group = decisions.group_from_consumer_group(group_id, generation, images, now_ms)
+        records = [*self.consumer.tombstones(group_id),
+                   (offsets_log.group_metadata_key(group_id), offsets_log.group_metadata_value(group))]
+        await self._log.append(self.partition_for(group_id), records, now_ms)
+        self.consumer.forget(group_id)
+        self.groups[group_id] = decisions.prepare_rebalance(group, self.config, now_ms)
+        log.info("group_downgraded", group_id=group_id, generation_id=generation, members=len(images))
+        self._changed()
 
     async def leave_group(self, group_id: str, members: Sequence[tuple[str, str | None]],
                           now_ms: int) -> tuple[ErrorCode, list[ErrorCode]]:
+        if self._is_consumer_group(group_id):
+            assert self.consumer is not None
+            codes = await self.consumer.classic_leave(group_id, members, now_ms)
+            await self._maybe_downgrade(group_id, now_ms)
+            return ErrorCode.none, codes
         group = self.groups.get(group_id)
         step, top, codes = decisions.decide_leave(group, members, self.config, now_ms)
         if group is not None and top is ErrorCode.none:

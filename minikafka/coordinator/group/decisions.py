@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+from typing import Any
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -658,3 +659,28 @@ def expired_offsets(group: Group | None, offsets: Mapping[TopicPartition, Offset
         if now_ms - base >= retention_ms:
             out.append(tp)
     return out
+
+
+def group_from_consumer_group(group_id: str, generation: int, members: Iterable[Any], now_ms: int) -> Group:
+    """Kafka's ClassicGroup.fromConsumerGroup: the classic group a consumer group whose members all
+    speak the classic protocol becomes. Stable at the group epoch, its members' assignments their
+    target assignments, the leader the first member, the protocol the one they vote for; their
+    sessions start now."""
+    classic_members = {
+        m.member_id: Member(member_id=m.member_id, group_instance_id=m.instance_id, client_id=m.client_id,
+                            client_host=m.client_host, rebalance_timeout_ms=m.rebalance_timeout_ms,
+                            session_timeout_ms=m.session_timeout_ms, protocol_type=CONSUMER_PROTOCOL_TYPE,
+                            protocols=m.protocols, assignment=m.assignment,
+                            heartbeat_deadline_ms=now_ms + m.session_timeout_ms)
+        for m in members}
+    group = Group(group_id=group_id, state=GroupState.STABLE, generation_id=generation,
+                  protocol_type=CONSUMER_PROTOCOL_TYPE, leader_id=next(iter(classic_members), None),
+                  members=classic_members, state_timestamp_ms=now_ms)
+    return dataclasses.replace(group, protocol_name=group.select_protocol())
+
+
+def prepare_rebalance(group: Group, cfg: GroupConfig, now_ms: int) -> Group:
+    """Open a join phase (the members are told REBALANCE_IN_PROGRESS on their next heartbeat)."""
+    d = _Draft(group, cfg, now_ms)
+    d.prepare_rebalance(GroupEvent.MEMBER_REMOVED)
+    return d.freeze()

@@ -264,3 +264,93 @@ def test_reconcile_keeps_a_partition_with_one_owner() -> None:
     free = reconcile(waiting, 4, frozenset({(T1, 0), (T1, 5)}), lambda tp: False, frozenset({(T1, 0)}),
                      frozenset({T1}))
     assert free.state is MemberState.STABLE and free.assignment_epochs[(T1, 5)] == 4
+
+
+# ------------------------------------------------------------------------------ classic members
+def _subscription(topics: tuple[str, ...], owned: dict[str, list[int]] | None = None, version: int = 1) -> bytes:
+    import struct
+
+    out = bytearray(struct.pack(">hi", version, len(topics)))
+    for t in topics:
+        out += struct.pack(">h", len(t)) + t.encode()
+    out += struct.pack(">i", -1)
+    if version >= 1:
+        owned = owned or {}
+        out += struct.pack(">i", len(owned))
+        for t, parts in owned.items():
+            out += struct.pack(">h", len(t)) + t.encode() + struct.pack(f">i{len(parts)}i", len(parts), *parts)
+    return bytes(out)
+
+
+def test_embedded_consumer_protocol_round_trip() -> None:
+    from minikafka.coordinator.consumer_group import embedded
+
+    sub = embedded.decode_subscription(_subscription(("t1", "t2"), {"t1": [0, 3]}))
+    assert (sub.version, sub.topics, dict(sub.owned)) == (1, ("t1", "t2"), {"t1": (0, 3)})
+    data = embedded.encode_assignment({"t2": [1], "t1": [2, 0]}, 1)
+    assert embedded.decode_assignment(data) == {"t1": (0, 2), "t2": (1,)}
+    assert embedded.version_of(data) == 1
+    with pytest.raises(embedded.MalformedConsumerProtocol):
+        embedded.decode_subscription(b"\x00\x01\x00")
+
+
+def test_a_classic_member_joins_syncs_and_is_asked_to_rejoin() -> None:
+    from minikafka.coordinator.consumer_group import classic_members as cm
+    from minikafka.coordinator.consumer_group import embedded
+
+    s = Sim()
+    s.beat(hb("a", 0))
+    assert s.group is not None
+
+    def join(member_id: str, owned: dict[str, list[int]] | None = None) -> Any:
+        return cm.decide_join(s.group, cm.ClassicJoin(
+            group_id="g", member_id=member_id, group_instance_id=None, client_id="c", client_host="/h",
+            session_timeout_ms=10_000, rebalance_timeout_ms=20_000, protocol_type="consumer",
+            protocols=(("range", _subscription(("t1",), owned)),), require_known_member_id=True),
+            CFG, s.topics, s.now, "new-classic")
+
+    first = join("")
+    assert (first.error, first.member_id) == (ErrorCode.member_id_required, "new-classic")
+    out = join("new-classic")
+    assert out.error is ErrorCode.none and out.protocol_name == "range" and out.group is not None
+    s.group = out.group
+    gen = out.generation_id
+    assert gen == s.group.members["new-classic"].member_epoch
+    # its partitions are still a's: the sync answers an empty assignment at its epoch
+    names = {T1: "t1", T2: "t2"}
+    sync = cm.decide_sync(s.group, "new-classic", None, gen, "consumer", "range", names, s.now)
+    assert sync.error is ErrorCode.none and embedded.decode_assignment(sync.assignment) == {}
+    assert cm.decide_sync(s.group, "new-classic", None, gen + 7, "consumer", "range", names, s.now).error \
+        is ErrorCode.illegal_generation
+    # a revokes; the classic member's heartbeat then says: rejoin to get yours
+    a = s.group.members["a"]
+    s.beat(hb("a", a.member_epoch, owned=a.assigned))
+    s.beat(hb("a", s.group.members["a"].member_epoch, owned=s.group.members["a"].assigned))
+    code, g = cm.decide_heartbeat(s.group, "new-classic", None, gen, s.now)
+    assert code is ErrorCode.rebalance_in_progress and g is not None
+    assert g.members["new-classic"].join_deadline_ms == s.now + 20_000
+    s.group = g
+    again = join("new-classic")
+    assert again.error is ErrorCode.none and again.group is not None
+    s.group = again.group
+    sync = cm.decide_sync(s.group, "new-classic", None, again.generation_id, "consumer", "range", names, s.now)
+    assert len(embedded.decode_assignment(sync.assignment)["t1"]) == 3
+    s.check()
+
+
+def test_conversions_between_the_group_types_keep_the_assignment() -> None:
+    from minikafka.coordinator.consumer_group import classic_members as cm
+    from minikafka.coordinator.consumer_group import embedded
+
+    images = [cm.ClassicMemberImage(mid, None, "c", "/h", 20_000, 10_000, (("range", _subscription(("t1",))),),
+                                    embedded.encode_assignment({"t1": parts}, 1))
+              for mid, parts in (("m1", [0, 1, 2]), ("m2", [3, 4, 5]))]
+    group, records = cm.from_classic("g", 7, "range", images, TOPICS)
+    assert (group.group_epoch, group.target_assignment_epoch, group.state) == (7, 7, ConsumerGroupState.STABLE)
+    assert group.members["m1"].assigned == {(T1, p) for p in (0, 1, 2)}
+    assert all(m.classic is not None for m in group.members.values()) and cm.all_classic(group)
+    assert rec.decode_key(records[0][0]).record_type == rec.MEMBER_METADATA
+    decoded = rec.decode_member_metadata("m1", records[0][1] or b"")
+    assert decoded.classic == group.members["m1"].classic
+    back = {i.member_id: embedded.decode_assignment(i.assignment) for i in cm.to_classic(group, {T1: "t1"})}
+    assert back == {"m1": {"t1": (0, 1, 2)}, "m2": {"t1": (3, 4, 5)}}
