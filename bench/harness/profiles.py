@@ -22,6 +22,9 @@ PROFILES: dict[str, dict[str, Any]] = {
         "idle_s": 60,                   # O2: RSS this long after ready
         "recovery_bytes": 1_000_000_000,  # O3: ~1 GB in the active segment
         "recovery_reps": 3,
+        "t2_warmup": 200,               # T2: Java transactions, not timed (JIT, connections)
+        "t2_transactions": 3000,
+        "t2_records": 10,
     },
     # harness validation on a busy machine: minutes, not numbers to quote
     "quick": {
@@ -40,6 +43,9 @@ PROFILES: dict[str, dict[str, Any]] = {
         "idle_s": 5,
         "recovery_bytes": 50_000_000,
         "recovery_reps": 1,
+        "t2_warmup": 50,
+        "t2_transactions": 500,
+        "t2_records": 10,
     },
     # the pytest smoke test: seconds
     "smoke": {
@@ -58,7 +64,10 @@ PROFILES: dict[str, dict[str, Any]] = {
         "idle_s": 0.5,
         "recovery_bytes": 2_000_000,
         "recovery_reps": 1,
+        "t2_warmup": 5,
+        "t2_transactions": 20,
+        "t2_records": 2,
     },
 }
 
-SCENARIOS = ("P2", "P3", "P4", "C1", "C2", "C3", "E1", "G1", "O1", "O2", "O3")
+SCENARIOS = ("P2", "P3", "P4", "C1", "C2", "C3", "E1", "G1", "T2", "O1", "O2", "O3")

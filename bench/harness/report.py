@@ -57,6 +57,11 @@ def rows_for(meta: dict[str, Any]) -> list[Row]:
             ("E1", "E1", str(r), "lost", f"E1 {r} msg/s: records not received (must be 0)", "records", None),
         ]
     rows += [
+        ("T2", "T2", "tv2", "txn_per_s", "T2 Java producer, transactions v2 (KIP-890): transactions", "txn/s",
+         (">=", 1.0)),
+        ("T2", "T2", "tv2", "commit_p99_ms", "T2 transactions v2: commit latency p99", "ms", None),
+        ("T2", "T2", "tv1", "txn_per_s", "T2 Java producer, transactions v1: transactions", "txn/s", None),
+        ("T2", "T2", "tv1", "commit_p99_ms", "T2 transactions v1: commit latency p99", "ms", None),
         ("G1", "G1", "classic", "join_s", "G1 classic group, 3 members: two joins settle", "s", None),
         ("G1", "G1", "classic", "leave_s", "G1 classic: a leave settles", "s", None),
         ("G1", "G1", "consumer", "join_s", "G1 KIP-848 group, 3 members: two joins settle", "s", None),

@@ -20,6 +20,7 @@ from .brokers import BROKERS, Broker, BrokerError, tansu_unavailable_reason
 
 WORKLOADS = Path(__file__).resolve().parent / "workloads.py"
 RUN_TOOL = Path(__file__).resolve().parents[1] / "kafka" / "run-tool.sh"
+TXN_BENCH = Path(__file__).resolve().parent / "java" / "TxnBench.java"
 CLIENT_CPU = "0"  # with --pin: clients on CPU 0, broker on CPU 1
 BROKER_CPU = "1"
 
@@ -158,6 +159,9 @@ class Run:
         if "C3" in self.scenarios and shutil.which("java") is None:
             self.skipped["C3"] = "no java on PATH (C3 runs Kafka's ConsumerPerformance)"
             self.scenarios.discard("C3")
+        if "T2" in self.scenarios and shutil.which("java") is None:
+            self.skipped["T2"] = "no java on PATH (T2 runs Kafka's Java producer)"
+            self.scenarios.discard("T2")
         self._tmp = Path(tempfile.mkdtemp(prefix="minikafka-bench-", dir=workdir))
         self.started = time.time()
         self.meta: dict[str, Any] = {}
@@ -207,7 +211,7 @@ class Run:
         try:
             if self.scenarios & {"O1", "O2"}:
                 self.phase_startup()
-            if self.scenarios & {"P2", "P3", "P4", "C1", "C2", "C3", "E1", "G1", "O2"}:
+            if self.scenarios & {"P2", "P3", "P4", "C1", "C2", "C3", "E1", "G1", "T2", "O2"}:
                 for rep in range(self.p["reps"]):
                     for name in self.order(rep):
                         self.phase_load(name, rep)
@@ -271,7 +275,7 @@ class Run:
             self.broker_info[name] = b.describe()
         bs = b.bootstrap
         try:
-            topics = {"warm": 1, "p3": 1, "p4": 1, "c2": 1, "g1": 6, **{f"p2-{t}": int(t[1:]) for t in p["p2_topics"]},
+            topics = {"warm": 1, "p3": 1, "p4": 1, "c2": 1, "g1": 6, "t2": 1, **{f"p2-{t}": int(t[1:]) for t in p["p2_topics"]},
                       **{f"e1-{r}": 1 for r in p["e1_rates"]}}
             create_topics(bs, topics)
             with procstat.RssSampler(b.pid) as sampler:
@@ -342,12 +346,49 @@ class Run:
             if fill:
                 self.guarded(name, rep, "C2", "aborted10", lambda: consume(
                     "c2", fill["committed_records"], "read_committed", linger_s=0.5))
+        if "T2" in sc:
+            for tv in (2, 1):
+                self.guarded(name, rep, "T2", f"tv{tv}", lambda tv=tv: self._java_transactions(b, tv, rep))
+            self._transaction_version(b, 2)
         if "G1" in sc:
             for protocol in ("classic", "consumer"):
                 self.guarded(name, rep, "G1", protocol, lambda protocol=protocol: self._rebalance(b, protocol, rep))
         if "E1" in sc:
             for rate in p["e1_rates"]:
                 self.guarded(name, rep, "E1", str(rate), lambda rate=rate: self._e2e(b, f"e1-{rate}", rate))
+
+    def _transaction_version(self, b: Broker, level: int) -> None:
+        """kafka-features.sh upgrade/downgrade of transaction.version, on either broker."""
+        verb = "upgrade" if level == 2 else "downgrade"
+        r = subprocess.run([str(RUN_TOOL), "org.apache.kafka.tools.FeatureCommand", "--bootstrap-server", b.bootstrap,
+                            verb, "--feature", f"transaction.version={level}"],
+                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        if r.returncode != 0 and "can be" not in r.stdout:
+            raise ClientError(f"transaction.version={level}: {(r.stdout + r.stderr)[-500:]}")
+
+    def _java_transactions(self, b: Broker, tv: int, rep: int) -> dict[str, Any]:
+        """T2: Kafka's Java producer 4.3.1 runs transactions back to back (1 KiB records), under
+        transactions v2 (transaction.version 2) and v1 (1): transactions/s and commit latency."""
+        self._transaction_version(b, tv)
+        p = self.p
+        from tests.kafka_ref import kafka_cache_dir, kafka_version
+
+        tools = kafka_cache_dir() / kafka_version() / "tools"  # fetched by the FeatureCommand run above
+        cmd = ["java", "-cp", str(tools / "*"), str(TXN_BENCH), b.bootstrap, "t2",
+               f"t2-{tv}-{rep}-{os.getpid()}", str(p["t2_warmup"]), str(p["t2_transactions"]), str(p["t2_records"])]
+        if self.pin and shutil.which("taskset"):
+            cmd = ["taskset", "-c", CLIENT_CPU, *cmd]
+        cpu0 = b.cpu_seconds()
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)
+        cpu1 = b.cpu_seconds()
+        line = next((x for x in reversed(r.stdout.splitlines()) if x.startswith("{")), None)
+        if r.returncode != 0 or line is None:
+            raise ClientError(f"TxnBench exited {r.returncode}: {(r.stdout + r.stderr)[-500:]}")
+        res = json.loads(line)
+        res.update(transaction_version=tv, broker_cpu_s_incl_jvm_start=cpu1 - cpu0)
+        log(f"  {b.name} T2 java tv{tv}: {res['txn_per_s']:.0f} txn/s, commit p50 {res['commit_p50_ms']:.1f} ms "
+            f"p99 {res['commit_p99_ms']:.1f} ms")
+        return res
 
     def _rebalance(self, b: Broker, protocol: str, rep: int) -> dict[str, Any]:
         """G1: how long a 3-member group takes to settle after two joins and after a leave, with each

@@ -44,7 +44,7 @@ def test_harness_smoke_run_writes_table(tmp_path: Path) -> None:
     rows = {}
     for line in report.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) >= 5 and re.fullmatch(r"[PCEGO]\d", cells[0]):
+        if len(cells) >= 5 and re.fullmatch(r"[PCEGOT]\d", cells[0]):
             rows[cells[1]] = cells[3]  # metric -> minikafka cell
     expected = {
         "P2 produce 1 KiB acks=all, p1: throughput": "msg/s",
@@ -62,6 +62,8 @@ def test_harness_smoke_run_writes_table(tmp_path: Path) -> None:
         "O3 recovery after kill -9, 0.002 GB in the active segment": "s",
         "G1 classic group, 3 members: two joins settle": "s",
         "G1 KIP-848 group, 3 members: two joins settle": "s",
+        **({"T2 Java producer, transactions v2 (KIP-890): transactions": "txn/s",
+            "T2 Java producer, transactions v1: transactions": "txn/s"} if shutil.which("java") else {}),
     }
     for metric in expected:
         assert metric in rows, f"row {metric!r} missing from the table:\n{report[:4000]}"
