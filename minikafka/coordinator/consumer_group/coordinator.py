@@ -289,14 +289,18 @@ class ConsumerGroups:
         member = group.members.get(member_id)
         if member is None:
             return CommitCheck(ErrorCode.unknown_member_id, f"Member {member_id} is not a member of group {group_id}.")
-        if not transactional and api_version < 9:
+        # A classic member of a mixed group commits with its generation: older versions are fine
+        # and a mismatch is ILLEGAL_GENERATION, as its client expects.
+        classic = member.uses_classic_protocol
+        stale = ErrorCode.illegal_generation if classic else ErrorCode.stale_member_epoch
+        if not transactional and not classic and api_version < 9:
             return CommitCheck(ErrorCode.unsupported_version, "OffsetCommit version 9 or above must be used by "
                                                               "members using the consumer group protocol")
         if member_epoch == member.member_epoch:
             return CommitCheck()
         if member_epoch > member.member_epoch:
-            return CommitCheck(ErrorCode.stale_member_epoch, f"Received member epoch {member_epoch} is newer than "
-                                                             f"current member epoch {member.member_epoch}.")
+            return CommitCheck(stale, f"Received member epoch {member_epoch} is newer than current member epoch "
+                                      f"{member.member_epoch}.")
 
         topics = self._topics()
 
@@ -304,7 +308,7 @@ class ConsumerGroups:
             known = topics.get(topic)
             epoch = None if known is None else member.assignment_epochs.get((known[0], partition))
             if epoch is None or member_epoch < epoch:
-                return ErrorCode.stale_member_epoch
+                return stale
             return ErrorCode.none
 
         return CommitCheck(partition_error=partition_error)
@@ -316,7 +320,9 @@ class ConsumerGroups:
         member = self.groups[group_id].members.get(member_id or "")
         if member is None:
             return ErrorCode.unknown_member_id
-        return ErrorCode.none if member_epoch == member.member_epoch else ErrorCode.stale_member_epoch
+        if member_epoch == member.member_epoch:
+            return ErrorCode.none
+        return ErrorCode.illegal_generation if member.uses_classic_protocol else ErrorCode.stale_member_epoch
 
     # ------------------------------------------------------------------------------ admin
     def list_groups(self, states: Iterable[str] = ()) -> list[ConsumerGroup]:

@@ -354,3 +354,30 @@ def test_conversions_between_the_group_types_keep_the_assignment() -> None:
     assert decoded.classic == group.members["m1"].classic
     back = {i.member_id: embedded.decode_assignment(i.assignment) for i in cm.to_classic(group, {T1: "t1"})}
     assert back == {"m1": {"t1": (0, 1, 2)}, "m2": {"t1": (3, 4, 5)}}
+
+
+def test_a_classic_member_commits_with_its_generation() -> None:
+    from minikafka.coordinator.consumer_group import classic_members as cm
+    from minikafka.coordinator.consumer_group import embedded
+    from minikafka.coordinator.consumer_group.coordinator import ConsumerGroups
+
+    class NoLog:
+        partition_count = 1
+
+    groups = ConsumerGroups(NoLog(), CFG, lambda: TOPICS, partition_for=lambda g: 0)  # type: ignore[arg-type]
+    image = cm.ClassicMemberImage("m1", None, "c", "/h", 20_000, 10_000, (("range", _subscription(("t1",))),),
+                                  embedded.encode_assignment({"t1": [0, 1]}, 1))
+    groups.groups["g"], _records = cm.from_classic("g", 4, "range", [image], TOPICS)
+    assert groups.validate_offset_commit("g", "m1", None, 4, transactional=False, api_version=8).error \
+        is ErrorCode.none  # older OffsetCommit versions are fine for a classic member
+    assert groups.validate_offset_commit("g", "m1", None, 5, transactional=False, api_version=9).error \
+        is ErrorCode.illegal_generation
+    assert groups.validate_offset_fetch("g", "m1", 3) is ErrorCode.illegal_generation
+    s = Sim()
+    s.beat(hb("a", 0))
+    assert s.group is not None
+    groups.groups["g2"] = s.group
+    assert groups.validate_offset_commit("g2", "a", None, 2, transactional=False, api_version=8).error \
+        is ErrorCode.unsupported_version
+    assert groups.validate_offset_commit("g2", "a", None, 9, transactional=False, api_version=9).error \
+        is ErrorCode.stale_member_epoch
