@@ -271,7 +271,9 @@ def _heartbeat(group: ConsumerGroup | None, req: HeartbeatRequest, cfg: Consumer
             if existing is None:
                 member = group.members.get(member_id) or ConsumerGroupMember(member_id=member_id)
             else:
-                if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                # The instance id must have been released (epoch -2); a classic member's is taken
+                # over at once, as a classic rejoin would.
+                if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and existing.classic is None:
                     raise _Error(ErrorCode.unreleased_instance_id,
                                  f"Static member {member_id} with instance id {req.instance_id} cannot join the "
                                  f"group because the instance id is owned by {existing.member_id} member.")
@@ -299,7 +301,7 @@ def _heartbeat(group: ConsumerGroup | None, req: HeartbeatRequest, cfg: Consumer
                                 else member.subscribed_topic_names),
         subscribed_topic_regex=(req.subscribed_topic_regex or None) if req.subscribed_topic_regex is not None
         else member.subscribed_topic_regex,
-        client_id=req.client_id, client_host=req.client_host)
+        client_id=req.client_id, client_host=req.client_host, classic=None)
     new_member = member_id not in d.group.members
     names_changed = False
     if new_member or updated.metadata_key() != member.metadata_key():
