@@ -432,3 +432,42 @@ def test_group_version_feature_turns_the_protocol_on_and_off(broker: Any, broker
     assert supported["group.version"] == (0, 1) and "group.version" not in finalized
     with RawClient.connect(off.bootstrap) as c:
         assert int(heartbeat(c, "g", new_id(), 0, topics=("t",)).error_code) == UNSUPPORTED_VERSION
+
+
+def test_transactional_offsets_of_a_consumer_group_keep_it_a_consumer_group(broker: Any, raw: RawClient) -> None:
+    """Consume-transform-produce with a KIP-848 member: TxnOffsetCommit with the member's epoch,
+    the COMMIT marker completes the offsets, and the group stays a consumer group (the marker once
+    made a classic placeholder of it, and the member's next heartbeat was refused; found by
+    franz-go's TestTxnEtl)."""
+    from confluent_kafka import Producer, TopicPartition
+
+    source, sink, group = uniq("cg848"), uniq("cg848"), uniq("g848")
+    create_topic(broker.bootstrap, source, 1)
+    create_topic(broker.bootstrap, sink, 1)
+    produce_all(producer(broker.bootstrap), source, [{"value": str(i).encode()} for i in range(6)])
+    consumer = member(broker.bootstrap, group, **{"enable.auto.commit": False, "isolation.level": "read_committed"})
+    consumer.subscribe([source])
+    txn = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": uniq("t848"), "log_level": 3})
+    txn.init_transactions(30)
+    copied = 0
+    try:
+        deadline = time.monotonic() + 60
+        while copied < 6:
+            assert time.monotonic() < deadline, f"copied {copied} of 6"
+            m = consumer.poll(0.2)
+            if m is None or m.error() is not None:
+                continue
+            txn.begin_transaction()
+            txn.produce(sink, m.value())
+            txn.send_offsets_to_transaction([TopicPartition(source, 0, m.offset() + 1)],
+                                            consumer.consumer_group_metadata(), 30)
+            txn.commit_transaction(30)
+            copied += 1
+        wait_until(lambda: consumer.committed([TopicPartition(source, 0)], 10)[0].offset == 6, 30,
+                   "the transactional offsets committed")
+        listed = raw.request(ListGroupsRequest(states_filter=(), types_filter=()), 5).groups
+        assert [g.group_type for g in listed if g.group_id == group] == ["consumer"]
+        d = describe(raw, group)
+        assert d.state == "Stable" and len(d.members) == 1
+    finally:
+        consumer.close()

@@ -815,7 +815,7 @@ class GroupCoordinator:
                 if tp not in current or om.record_offset > current[tp].record_offset:
                     self._apply_offset(gid, tp, om)
                     applied = True
-            if applied and gid not in self.groups:
+            if applied and gid not in self.groups and not self._is_consumer_group(gid):
                 self.groups[gid] = Group(group_id=gid, state=GroupState.EMPTY)
         if not by_group:
             self.pending_txn_offsets.pop(producer_id, None)
