@@ -14,6 +14,8 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from minikafka.protocol.binary import Reader
+
 _H, _I = struct.Struct(">h"), struct.Struct(">i")
 MAX_ASSIGNMENT_VERSION = 3
 
@@ -30,50 +32,16 @@ class Subscription:
     rack_id: str | None = None
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data, self.pos = data, 0
+def _reader(data: bytes) -> Reader:
+    return Reader(data, MalformedConsumerProtocol)
 
-    def take(self, st: struct.Struct) -> int:
-        if self.pos + st.size > len(self.data):
-            raise MalformedConsumerProtocol("field past the end")
-        (v,) = st.unpack_from(self.data, self.pos)
-        self.pos += st.size
-        return int(v)
 
-    def nstring(self) -> str | None:
-        n = self.take(_H)
-        if n < 0:
-            return None
-        if self.pos + n > len(self.data):
-            raise MalformedConsumerProtocol("string past the end")
-        s = self.data[self.pos : self.pos + n].decode()
-        self.pos += n
-        return s
-
-    def string(self) -> str:
-        s = self.nstring()
-        if s is None:
-            raise MalformedConsumerProtocol("null string")
-        return s
-
-    def nbytes(self) -> None:
-        n = self.take(_I)
-        if n > 0:
-            self.pos += n
-
-    def count(self) -> int:
-        n = self.take(_I)
-        if n < 0 or n > len(self.data):
-            raise MalformedConsumerProtocol("bad array length")
-        return n
-
-    def topic_partitions(self) -> dict[str, tuple[int, ...]]:
-        out: dict[str, tuple[int, ...]] = {}
-        for _ in range(self.count()):
-            topic = self.string()
-            out[topic] = tuple(self.take(_I) for _ in range(self.count()))
-        return out
+def _topic_partitions(r: Reader) -> dict[str, tuple[int, ...]]:
+    out: dict[str, tuple[int, ...]] = {}
+    for _ in range(r.count()):
+        topic = r.string()
+        out[topic] = tuple(r.i32() for _ in range(r.count()))
+    return out
 
 
 def version_of(metadata: bytes) -> int:
@@ -84,8 +52,8 @@ def version_of(metadata: bytes) -> int:
 
 
 def decode_subscription(metadata: bytes) -> Subscription:
-    r = _Reader(metadata)
-    version = r.take(_H)
+    r = _reader(metadata)
+    version = r.i16()
     if version < 0:
         raise MalformedConsumerProtocol(f"version {version}")
     topics = tuple(r.string() for _ in range(r.count()))
@@ -93,9 +61,9 @@ def decode_subscription(metadata: bytes) -> Subscription:
     owned: dict[str, tuple[int, ...]] = {}
     rack = None
     if version >= 1:
-        owned = r.topic_partitions()
+        owned = _topic_partitions(r)
     if version >= 2:
-        r.take(_I)  # generation id
+        r.i32()  # generation id
     if version >= 3:
         rack = r.nstring()
     return Subscription(version, topics, owned, rack)
@@ -104,9 +72,9 @@ def decode_subscription(metadata: bytes) -> Subscription:
 def decode_assignment(data: bytes) -> dict[str, tuple[int, ...]]:
     if not data:
         return {}
-    r = _Reader(data)
-    r.take(_H)
-    return r.topic_partitions()
+    r = _reader(data)
+    r.i16()
+    return _topic_partitions(r)
 
 
 def encode_assignment(partitions: Mapping[str, list[int]], version: int) -> bytes:

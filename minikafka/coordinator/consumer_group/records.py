@@ -35,6 +35,7 @@ from minikafka.coordinator.consumer_group.state import (
     MemberState,
     TopicIdPartition,
 )
+from minikafka.protocol.binary import Reader
 from minikafka.protocol.wire_write import array_length, nullable_string, string, uvarint
 
 GROUP_METADATA = 3
@@ -166,82 +167,27 @@ def regular_expression_tombstone(group_id: str, regex: str) -> Record:
 
 
 # ---------------------------------------------------------------------------------------- reader
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
+def _reader(data: bytes) -> Reader:
+    return Reader(data, CorruptConsumerGroupRecord)
 
-    def _take(self, n: int) -> bytes:
-        if self.pos + n > len(self.data):
-            raise CorruptConsumerGroupRecord("field past the end of the record")
-        b = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return b
 
-    def i8(self) -> int:
-        return self._take(1)[0]
+def _read_int32s(r: Reader) -> list[int]:
+    return [r.i32() for _ in range(r.compact_len())]
 
-    def i16(self) -> int:
-        return int(_H.unpack(self._take(2))[0])
 
-    def i32(self) -> int:
-        return int(_I.unpack(self._take(4))[0])
-
-    def i64(self) -> int:
-        return int(_Q.unpack(self._take(8))[0])
-
-    def uvarint(self) -> int:
-        shift = result = 0
-        while True:
-            b = self.i8()
-            result |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return result
-            shift += 7
-            if shift > 35:
-                raise CorruptConsumerGroupRecord("varint too long")
-
-    def string(self) -> str:
-        n = self.i16()
-        if n < 0:
-            raise CorruptConsumerGroupRecord("null in a non-nullable string")
-        return self._take(n).decode()
-
-    def compact_nstring(self) -> str | None:
-        n = self.uvarint()
-        return None if n == 0 else self._take(n - 1).decode()
-
-    def compact_string(self) -> str:
-        s = self.compact_nstring()
-        if s is None:
-            raise CorruptConsumerGroupRecord("null in a non-nullable string")
-        return s
-
-    def compact_len(self) -> int:
-        n = self.uvarint()
-        if n == 0:
-            raise CorruptConsumerGroupRecord("null in a non-nullable array")
-        return n - 1
-
-    def int32s(self) -> list[int]:
-        return [self.i32() for _ in range(self.compact_len())]
-
-    def tags(self) -> dict[int, bytes]:
-        return {self.uvarint(): self._take(self.uvarint()) for _ in range(self.uvarint())}
-
-    def topic_partitions(self) -> tuple[list[TopicIdPartition], dict[TopicIdPartition, int]]:
-        parts: list[TopicIdPartition] = []
-        epochs: dict[TopicIdPartition, int] = {}
-        for _ in range(self.compact_len()):
-            tid = uuid.UUID(bytes=self._take(16))
-            ps = self.int32s()
-            tags = self.tags()
-            parts.extend((tid, p) for p in ps)
-            if 0 in tags:
-                r = _Reader(tags[0])
-                es = r.int32s()
-                epochs.update(((tid, p), e) for p, e in zip(ps, es, strict=False))
-        return parts, epochs
+def _read_topic_partitions(r: Reader) -> tuple[list[TopicIdPartition], dict[TopicIdPartition, int]]:
+    """A [TopicPartitions] array, with the AssignmentEpochs tag where present."""
+    parts: list[TopicIdPartition] = []
+    epochs: dict[TopicIdPartition, int] = {}
+    for _ in range(r.compact_len()):
+        tid = uuid.UUID(bytes=r.take(16))
+        ps = _read_int32s(r)
+        tags = r.tags()
+        parts.extend((tid, p) for p in ps)
+        if 0 in tags:
+            es = _read_int32s(_reader(tags[0]))
+            epochs.update(((tid, p), e) for p, e in zip(ps, es, strict=False))
+    return parts, epochs
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,7 +199,7 @@ class Key:
 
 def decode_key(key: bytes) -> Key | None:
     """None for a record type that is not a consumer group's."""
-    r = _Reader(key)
+    r = _reader(key)
     record_type = r.i16()
     if record_type not in RECORD_TYPES:
         return None
@@ -263,8 +209,8 @@ def decode_key(key: bytes) -> Key | None:
     return Key(record_type, group_id)
 
 
-def _value(value: bytes) -> _Reader:
-    r = _Reader(value)
+def _value(value: bytes) -> Reader:
+    r = _reader(value)
     version = r.i16()
     if version != 0:
         raise CorruptConsumerGroupRecord(f"value version {version} is not known")
@@ -292,12 +238,12 @@ def decode_member_metadata(member_id: str, value: bytes) -> ConsumerGroupMember:
     tags = r.tags()
     classic = None
     if tags.get(0, b"\x00")[:1] == b"\x01":
-        c = _Reader(tags[0][1:])
+        c = _reader(tags[0][1:])
         session = c.i32()
         protocols = []
         for _ in range(c.compact_len()):
             name = c.compact_string()
-            meta = c._take(c.compact_len())
+            meta = c.take(c.compact_len())
             c.tags()
             protocols.append((name, meta))
         classic = ClassicMemberMetadata(session, tuple(protocols))
@@ -315,7 +261,7 @@ def decode_target_assignment_metadata(value: bytes) -> tuple[int, int]:
 
 
 def decode_target_assignment_member(value: bytes) -> frozenset[TopicIdPartition]:
-    parts, _ = _value(value).topic_partitions()
+    parts, _ = _read_topic_partitions(_value(value))
     return frozenset(parts)
 
 
@@ -333,9 +279,9 @@ def decode_current_assignment(value: bytes) -> CurrentAssignment:
     r = _value(value)
     epoch = r.i32()
     previous = r.i32()
-    raw_state = r.i8()
-    assigned, e1 = r.topic_partitions()
-    pending, e2 = r.topic_partitions()
+    raw_state = r.i8() & 0xFF
+    assigned, e1 = _read_topic_partitions(r)
+    pending, e2 = _read_topic_partitions(r)
     r.tags()
     try:
         state = MemberState(raw_state)

@@ -18,6 +18,7 @@ import struct
 from dataclasses import dataclass
 
 from minikafka.coordinator.group.state import Group, GroupState, Member, OffsetAndMetadata
+from minikafka.protocol.binary import Reader
 from minikafka.protocol.types import TopicPartition
 
 OFFSET_COMMIT_KEY_VERSION = 1
@@ -98,51 +99,8 @@ def group_metadata_value(group: Group) -> bytes:
 
 
 # ---------------------------------------------------------------------------------------- reader
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def _take(self, st: struct.Struct) -> int:
-        try:
-            (v,) = st.unpack_from(self.data, self.pos)
-        except struct.error as exc:
-            raise CorruptOffsetsRecord(str(exc)) from None
-        self.pos += st.size
-        return int(v)
-
-    def i16(self) -> int:
-        return self._take(_H)
-
-    def i32(self) -> int:
-        return self._take(_I)
-
-    def i64(self) -> int:
-        return self._take(_Q)
-
-    def nstr(self) -> str | None:
-        n = self.i16()
-        if n < 0:
-            return None
-        if self.pos + n > len(self.data):
-            raise CorruptOffsetsRecord("string past the end of the record")
-        s = self.data[self.pos : self.pos + n].decode()
-        self.pos += n
-        return s
-
-    def str(self) -> str:
-        s = self.nstr()
-        if s is None:
-            raise CorruptOffsetsRecord("null in a non-nullable string")
-        return s
-
-    def bytes(self) -> bytes:
-        n = self.i32()
-        if n < 0:
-            return b""
-        b = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return b
+def _reader(data: bytes) -> Reader:
+    return Reader(data, CorruptOffsetsRecord)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,25 +117,25 @@ class GroupKey:
 def decode_key(key: bytes) -> OffsetKey | GroupKey | None:
     """None for record types a classic coordinator ignores (KIP-848 and share-group records).
     Raises CorruptOffsetsRecord."""
-    r = _Reader(key)
+    r = _reader(key)
     version = r.i16()
     if version in (0, 1):
-        group = r.str()
-        topic = r.str()
+        group = r.string()
+        topic = r.string()
         return OffsetKey(group, TopicPartition(topic, r.i32()))
     if version == 2:
-        return GroupKey(r.str())
+        return GroupKey(r.string())
     return None
 
 
 def decode_offset_value(value: bytes) -> OffsetAndMetadata:
-    r = _Reader(value)
+    r = _reader(value)
     version = r.i16()
     if version > 3:
         raise CorruptOffsetsRecord(f"OffsetCommitValue v{version} (flexible) is not supported")
     offset = r.i64()
     leader_epoch = r.i32() if version >= 3 else -1
-    metadata = r.str()
+    metadata = r.string()
     commit_ts = r.i64()
     expire_ts = r.i64() if version == 1 else None
     return OffsetAndMetadata(offset=offset, leader_epoch=leader_epoch, metadata=metadata,
@@ -187,25 +145,25 @@ def decode_offset_value(value: bytes) -> OffsetAndMetadata:
 
 def decode_group_value(group_id: str, value: bytes, *, now_ms: int) -> Group:
     """The group as loaded: Stable with its members (their sessions restart now), or Empty."""
-    r = _Reader(value)
+    r = _reader(value)
     version = r.i16()
     if version > 3:
         raise CorruptOffsetsRecord(f"GroupMetadataValue v{version} (flexible) is not supported")
-    protocol_type = r.str()
+    protocol_type = r.string()
     generation = r.i32()
-    protocol = r.nstr()
-    leader = r.nstr()
+    protocol = r.nstring()
+    leader = r.nstring()
     state_ts = r.i64() if version >= 2 else -1
     members: dict[str, Member] = {}
     for _ in range(r.i32()):
-        member_id = r.str()
-        instance_id = r.nstr() if version >= 3 else None
-        client_id = r.str()
-        client_host = r.str()
+        member_id = r.string()
+        instance_id = r.nstring() if version >= 3 else None
+        client_id = r.string()
+        client_host = r.string()
         rebalance_timeout = r.i32() if version >= 1 else 0
         session_timeout = r.i32()
-        subscription = r.bytes()
-        assignment = r.bytes()
+        subscription = r.nbytes() or b""
+        assignment = r.nbytes() or b""
         if version == 0:
             rebalance_timeout = session_timeout
         members[member_id] = Member(
