@@ -110,15 +110,7 @@ def decide_join(group: ConsumerGroup, req: ClassicJoin, cfg: ConsumerGroupConfig
         if existing_id is None:
             member = group.members.get(member_id) or ConsumerGroupMember(member_id=member_id)
         elif unknown:
-            old = group.members[existing_id]
-            member = replace(old, member_id=member_id, member_epoch=0, previous_member_epoch=0,
-                             rebalance_deadline_ms=None)
-            old_target = group.target_of(existing_id)
-            d.remove_member(existing_id)
-            d.records += [rec.member_metadata(gid, member), rec.target_assignment_member(gid, member_id, old_target),
-                          rec.current_assignment(gid, member)]
-            d.put_member(member)
-            d.group = replace(d.group, target_assignment={**d.group.target_assignment, member_id: old_target})
+            member = d.replace_static(group.members[existing_id], member_id)
         elif existing_id != member_id:
             return ClassicJoinOutcome(error=ErrorCode.fenced_instance_id, member_id=req.member_id,
                                       message=f"Static member {member_id} with instance id {req.group_instance_id} "
@@ -132,17 +124,8 @@ def decide_join(group: ConsumerGroup, req: ClassicJoin, cfg: ConsumerGroupConfig
         subscribed_topic_names=tuple(sorted(set(subscription.topics))), subscribed_topic_regex=None,
         client_id=req.client_id, client_host=req.client_host,
         classic=ClassicMemberMetadata(req.session_timeout_ms, req.protocols))
-    new_member = member_id not in d.group.members
-    names_changed = False
-    if new_member or updated.metadata_key() != member.metadata_key():
-        d.records.append(rec.member_metadata(gid, updated))
-        names_changed = updated.subscribed_topic_names != member.subscribed_topic_names
-    d.put_member(updated)
-    metadata_hash = group_metadata_hash(d.group, topics)
-    if names_changed or metadata_hash != d.group.metadata_hash:
-        epoch = d.group.group_epoch + 1
-        d.records.append(rec.group_epoch(gid, epoch, metadata_hash))
-        d.group = replace(d.group, group_epoch=epoch, metadata_hash=metadata_hash)
+    names_changed = d.put_metadata(member, updated)
+    d.bump_epoch(names_changed, topics)
     _maybe_assign(d, topics, cfg, now_ms)
     updated = d.group.members[member_id]
     reconciled = _reconcile(d.group, updated, owned_from(subscription, topics), topics, names_changed)

@@ -59,7 +59,6 @@ class ConsumerGroupConfig:
     max_size: int = 2**31 - 1
     assignors: tuple[str, ...] = ("uniform", "range")
     assignment_interval_ms: int = 1_000
-    regex_refresh_interval_ms: int = 600_000
     migration_policy: str = "bidirectional"   # group.consumer.migration.policy (lower case)
 
 
@@ -148,20 +147,15 @@ def validate(req: HeartbeatRequest, cfg: ConsumerGroupConfig) -> _Error | None:
     return None
 
 
-def compile_regex(regex: str) -> re.Pattern[str] | _Error:
-    """Kafka compiles with RE2/J; Python's `re` accepts the same syntax for the patterns topic
-    subscriptions use (character classes, alternation, repetition, anchors)."""
-    try:
-        return re.compile(regex)
-    except re.error as exc:
-        return _Error(ErrorCode.invalid_regular_expression,
-                      f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {exc.msg}.")
-
-
 def resolve_regex(regex: str, topics: Topics) -> frozenset[str]:
-    compiled = compile_regex(regex)
-    if isinstance(compiled, _Error):
-        return frozenset()
+    """The topics a regex matches whole. Kafka compiles with RE2/J; Python's `re` accepts the same
+    syntax for the patterns topic subscriptions use (classes, alternation, repetition, anchors).
+    Raises _Error (INVALID_REGULAR_EXPRESSION) for one that does not compile."""
+    try:
+        compiled = re.compile(regex)
+    except re.error as exc:
+        raise _Error(ErrorCode.invalid_regular_expression,
+                     f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {exc.msg}.") from None
     return frozenset(name for name in topics if compiled.fullmatch(name))
 
 
@@ -240,6 +234,39 @@ class _Draft:
         target.pop(member_id, None)
         self.group = replace(self.group, members=members, target_assignment=target)
 
+    def put_metadata(self, before: ConsumerGroupMember, updated: ConsumerGroupMember) -> bool:
+        """The member with what its request told (a MemberMetadata record when that changed, or
+        when it is new); True when its subscribed topic names changed (Kafka's
+        hasMemberSubscriptionChanged, which bumps the group epoch)."""
+        names_changed = False
+        if updated.member_id not in self.group.members or updated.metadata_key() != before.metadata_key():
+            self.records.append(rec.member_metadata(self.group.group_id, updated))
+            names_changed = updated.subscribed_topic_names != before.subscribed_topic_names
+        self.put_member(updated)
+        return names_changed
+
+    def bump_epoch(self, bump: bool, topics: Topics) -> None:
+        """A new group epoch when asked, or when the subscribed topics' metadata hash changed."""
+        metadata_hash = group_metadata_hash(self.group, topics)
+        if bump or metadata_hash != self.group.metadata_hash:
+            epoch = self.group.group_epoch + 1
+            self.records.append(rec.group_epoch(self.group.group_id, epoch, metadata_hash))
+            self.group = replace(self.group, group_epoch=epoch, metadata_hash=metadata_hash)
+
+    def replace_static(self, existing: ConsumerGroupMember, member_id: str) -> ConsumerGroupMember:
+        """Kafka's replaceMember: a new incarnation of a static member (a new member id, epoch 0)
+        takes over the old one's assignment and target, so its return causes no rebalance."""
+        gid = self.group.group_id
+        member = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0,
+                         rebalance_deadline_ms=None)
+        old_target = self.group.target_of(existing.member_id)
+        self.remove_member(existing.member_id)
+        self.records += [rec.member_metadata(gid, member), rec.target_assignment_member(gid, member_id, old_target),
+                         rec.current_assignment(gid, member)]
+        self.put_member(member)
+        self.group = replace(self.group, target_assignment={**self.group.target_assignment, member_id: old_target})
+        return member
+
 
 def _heartbeat(group: ConsumerGroup | None, req: HeartbeatRequest, cfg: ConsumerGroupConfig, topics: Topics,
                now_ms: int, new_member_id: str) -> Outcome:
@@ -277,15 +304,7 @@ def _heartbeat(group: ConsumerGroup | None, req: HeartbeatRequest, cfg: Consumer
                     raise _Error(ErrorCode.unreleased_instance_id,
                                  f"Static member {member_id} with instance id {req.instance_id} cannot join the "
                                  f"group because the instance id is owned by {existing.member_id} member.")
-                # The new incarnation takes over the old one's assignment (no rebalance).
-                member = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0,
-                                 rebalance_deadline_ms=None)
-                old_target = group.target_of(existing.member_id)
-                d.remove_member(existing.member_id)
-                d.records += [rec.member_metadata(gid, member), rec.target_assignment_member(gid, member_id, old_target),
-                              rec.current_assignment(gid, member)]
-                d.put_member(member)
-                d.group = replace(d.group, target_assignment={**d.group.target_assignment, member_id: old_target})
+                member = d.replace_static(existing, member_id)
         else:
             member = _fence_static(existing, gid, member_id, req.instance_id)
             _check_epoch(member, req.member_epoch, req.owned)
@@ -302,26 +321,15 @@ def _heartbeat(group: ConsumerGroup | None, req: HeartbeatRequest, cfg: Consumer
         subscribed_topic_regex=(req.subscribed_topic_regex or None) if req.subscribed_topic_regex is not None
         else member.subscribed_topic_regex,
         client_id=req.client_id, client_host=req.client_host, classic=None)
-    new_member = member_id not in d.group.members
-    names_changed = False
-    if new_member or updated.metadata_key() != member.metadata_key():
-        d.records.append(rec.member_metadata(gid, updated))
-        names_changed = updated.subscribed_topic_names != member.subscribed_topic_names
-    bump = names_changed
+    names_changed = d.put_metadata(member, updated)
     regex_changed = updated.subscribed_topic_regex != member.subscribed_topic_regex
-    d.put_member(updated)
-    if regex_changed:
-        bump |= _update_regexes(d, member.subscribed_topic_regex, updated.subscribed_topic_regex, topics, now_ms)
-    bump |= _refresh_regexes(d, topics, now_ms, cfg)
-    subscription_changed = names_changed or regex_changed
-
-    metadata_hash = group_metadata_hash(d.group, topics)
-    if metadata_hash != d.group.metadata_hash:
+    bump = names_changed
+    if regex_changed:  # resolved at once, so the change counts as one (Kafka: REGEX_UPDATED_AND_RESOLVED)
+        _update_regexes(d, member.subscribed_topic_regex, updated.subscribed_topic_regex, topics, now_ms)
         bump = True
-    if bump:
-        epoch = d.group.group_epoch + 1
-        d.records.append(rec.group_epoch(gid, epoch, metadata_hash))
-        d.group = replace(d.group, group_epoch=epoch, metadata_hash=metadata_hash)
+    bump |= _refresh_regexes(d, topics, now_ms)
+    subscription_changed = names_changed or regex_changed
+    d.bump_epoch(bump, topics)
 
     # 4. a new target assignment
     _maybe_assign(d, topics, cfg, now_ms)
@@ -364,37 +372,43 @@ def _regex_subscribers(group: ConsumerGroup, regex: str) -> int:
     return sum(1 for m in group.members.values() if m.subscribed_topic_regex == regex)
 
 
-def _update_regexes(d: _Draft, old: str | None, new: str | None, topics: Topics, now_ms: int) -> bool:
+def _update_regexes(d: _Draft, old: str | None, new: str | None, topics: Topics, now_ms: int) -> None:
     """The member changed its regex (the draft already has the new one). A regex nobody uses any
     more is dropped; a new one is resolved at once (Kafka resolves in the background and bumps the
-    epoch when done: the result is the same, one step sooner). True: bump the group epoch."""
+    epoch when done: the result is the same, one step sooner)."""
     gid = d.group.group_id
     resolved = dict(d.group.resolved_regexes)
     if old and _regex_subscribers(d.group, old) == 0 and old in resolved:
         d.records.append(rec.regular_expression_tombstone(gid, old))
         del resolved[old]
     if new and new not in resolved:
-        compiled = compile_regex(new)
-        if isinstance(compiled, _Error):
-            raise compiled
-        resolved[new] = frozenset(name for name in topics if compiled.fullmatch(name))
+        resolved[new] = resolve_regex(new, topics)
         d.records.append(rec.regular_expression(gid, new, resolved[new], 0, now_ms))
     d.group = replace(d.group, resolved_regexes=resolved, regex_refreshed_ms=now_ms if new else d.group.regex_refreshed_ms)
-    return True
 
 
-def _refresh_regexes(d: _Draft, topics: Topics, now_ms: int, cfg: ConsumerGroupConfig) -> bool:
+def _refresh_regexes(d: _Draft, topics: Topics, now_ms: int) -> bool:
     """Topics created or deleted since the last resolution change what a regex matches; Kafka
     re-resolves the group's regexes at most every 10 s. True when a resolution changed."""
     group = d.group
     if not group.resolved_regexes or now_ms <= group.regex_refreshed_ms + REGEX_BATCH_REFRESH_MIN_INTERVAL_MS:
         return False
-    resolved = {regex: resolve_regex(regex, topics) for regex in group.resolved_regexes}
+    resolved = {regex: _resolve_known(regex, topics) for regex in group.resolved_regexes}
     changed = [regex for regex, names in resolved.items() if names != group.resolved_regexes[regex]]
     for regex in changed:
         d.records.append(rec.regular_expression(group.group_id, regex, resolved[regex], 0, now_ms))
     d.group = replace(group, resolved_regexes=resolved, regex_refreshed_ms=now_ms)
     return bool(changed)
+
+
+def _resolve_known(regex: str, topics: Topics) -> frozenset[str]:
+    """A regex already in the group (checked when it came, or replayed from a Kafka data dir in
+    RE2/J syntax Python lacks): one that does not compile matches nothing, as Kafka's resolver
+    skips it."""
+    try:
+        return resolve_regex(regex, topics)
+    except _Error:
+        return frozenset()
 
 
 def preferred_assignor(group: ConsumerGroup, cfg: ConsumerGroupConfig) -> str:
@@ -464,10 +478,7 @@ def fence(group: ConsumerGroup, member_ids: list[str], topics: Topics) -> tuple[
             d.records.append(rec.regular_expression_tombstone(group.group_id, regex))
             del resolved[regex]
     d.group = replace(d.group, resolved_regexes=resolved)
-    metadata_hash = group_metadata_hash(d.group, topics)
-    epoch = group.group_epoch + 1
-    d.records.append(rec.group_epoch(group.group_id, epoch, metadata_hash))
-    d.group = replace(d.group, group_epoch=epoch, metadata_hash=metadata_hash)
+    d.bump_epoch(True, topics)
     return d.group, d.records
 
 
@@ -494,17 +505,11 @@ def _leave(group: ConsumerGroup | None, req: HeartbeatRequest, topics: Topics) -
 
 # ------------------------------------------------------------------------------------- timers
 def next_deadline(group: ConsumerGroup) -> int | None:
-    times = [t for m in group.members.values()
-             for t in (m.session_deadline_ms, m.rebalance_deadline_ms, m.join_deadline_ms, m.sync_deadline_ms)
-             if t is not None]
-    return min(times, default=None)
+    return min((t for m in group.members.values() for t in m.deadlines()), default=None)
 
 
 def expired_members(group: ConsumerGroup, now_ms: int) -> list[str]:
-    """Members whose session timed out, or who did not revoke within their rebalance timeout."""
-    return sorted(m.member_id for m in group.members.values()
-                  if (m.session_deadline_ms is not None and now_ms >= m.session_deadline_ms)
-                  or (m.rebalance_deadline_ms is not None and now_ms >= m.rebalance_deadline_ms
-                      and m.state is MemberState.UNREVOKED_PARTITIONS)
-                  or (m.join_deadline_ms is not None and now_ms >= m.join_deadline_ms)
-                  or (m.sync_deadline_ms is not None and now_ms >= m.sync_deadline_ms))
+    """Members whose session timed out, who did not revoke within their rebalance timeout (the
+    deadline is cleared as the member leaves UNREVOKED_PARTITIONS), or, classic, did not rejoin
+    or sync in time."""
+    return sorted(m.member_id for m in group.members.values() if any(now_ms >= t for t in m.deadlines()))

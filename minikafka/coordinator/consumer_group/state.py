@@ -17,7 +17,8 @@ The consumer protocol moves the assignment to the coordinator. A group has three
 
 The group's state is not stored but follows from the epochs (ConsumerGroup.maybeUpdateGroupState):
 EMPTY without members; ASSIGNING while the group epoch is ahead of the target assignment;
-RECONCILING while a member has not converged; STABLE otherwise. DEAD is a deleted group.
+RECONCILING while a member has not converged; STABLE otherwise. DEAD is only a wire name: a deleted
+group leaves the cache (Kafka never sets it for consumer groups either).
 
 Everything here is a frozen value; decisions.py computes the next value and the records that make
 it durable; coordinator.py writes the records and then swaps the value in.
@@ -126,6 +127,11 @@ class ConsumerGroupMember:
     def uses_classic_protocol(self) -> bool:
         return self.classic is not None
 
+    def deadlines(self) -> tuple[int, ...]:
+        """The member's running timers (each fences it when it passes)."""
+        return tuple(t for t in (self.session_deadline_ms, self.rebalance_deadline_ms, self.join_deadline_ms,
+                                 self.sync_deadline_ms) if t is not None)
+
     def owned(self) -> Assignment:
         """What the member may still be consuming: assigned plus not yet revoked."""
         return self.assigned | self.pending_revocation
@@ -158,12 +164,9 @@ class ConsumerGroup:
     # Resolved regular expressions: regex -> the topic names it matched when last resolved.
     resolved_regexes: Mapping[str, frozenset[str]] = field(default_factory=dict)
     regex_refreshed_ms: int = 0
-    deleted: bool = False
 
     @property
     def state(self) -> ConsumerGroupState:
-        if self.deleted:
-            return ConsumerGroupState.DEAD
         if not self.members:
             return ConsumerGroupState.EMPTY
         if self.group_epoch > self.target_assignment_epoch:
@@ -183,20 +186,16 @@ class ConsumerGroup:
         """Who owns each partition (assigned or pending revocation): Kafka's partition epochs."""
         return {tp: m.member_id for m in self.members.values() if m.member_id != excluding for tp in m.owned()}
 
-    def subscribed_topic_names(self) -> frozenset[str]:
-        """Every topic some member subscribes to by name or through a resolved regex."""
-        names: set[str] = set()
-        for m in self.members.values():
-            names.update(m.subscribed_topic_names)
-            if m.subscribed_topic_regex is not None:
-                names.update(self.resolved_regexes.get(m.subscribed_topic_regex, ()))
-        return frozenset(names)
-
     def member_topics(self, member: ConsumerGroupMember) -> frozenset[str]:
+        """The topics a member subscribes to by name or through its resolved regex."""
         names = set(member.subscribed_topic_names)
         if member.subscribed_topic_regex is not None:
             names.update(self.resolved_regexes.get(member.subscribed_topic_regex, ()))
         return frozenset(names)
+
+    def subscribed_topic_names(self) -> frozenset[str]:
+        """Every topic some member subscribes to."""
+        return frozenset().union(*(self.member_topics(m) for m in self.members.values()))
 
     def target_of(self, member_id: str) -> Assignment:
         return self.target_assignment.get(member_id, EMPTY_ASSIGNMENT)
