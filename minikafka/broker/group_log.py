@@ -37,9 +37,6 @@ def build_group_coordinator(config: BrokerConfig, logs: LogManager,
         initial_rebalance_delay_ms=int(config["group.initial.rebalance.delay.ms"]),
         max_size=int(config["group.max.size"]),
     )
-    groups = GroupCoordinator(records_log, group_config,
-                              offsets_retention_ms=int(config["offsets.retention.minutes"]) * 60_000,
-                              offsets_retention_check_interval_ms=int(config["offsets.retention.check.interval.ms"]))
     consumer_config = ConsumerGroupConfig(
         session_timeout_ms=int(config["group.consumer.session.timeout.ms"]),
         heartbeat_interval_ms=int(config["group.consumer.heartbeat.interval.ms"]),
@@ -48,12 +45,10 @@ def build_group_coordinator(config: BrokerConfig, logs: LogManager,
         assignment_interval_ms=int(config["group.consumer.assignment.interval.ms"]),
         migration_policy=str(config["group.consumer.migration.policy"]).lower(),
     )
-    consumer = ConsumerGroups(records_log, consumer_config, lambda: TopicsView(logs),
-                              partition_for=groups.partition_for)
-    # The consumer groups' session deadlines drive the same timer task as the classic ones.
-    consumer.on_deadlines_changed = lambda: groups.on_deadlines_changed() if groups.on_deadlines_changed else None
-    groups.consumer = consumer
-    return groups
+    return GroupCoordinator(records_log, group_config,
+                            offsets_retention_ms=int(config["offsets.retention.minutes"]) * 60_000,
+                            offsets_retention_check_interval_ms=int(config["offsets.retention.check.interval.ms"]),
+                            consumer=ConsumerGroups(records_log, consumer_config, lambda: TopicsView(logs)))
 
 
 class TopicsView(Mapping[str, tuple[uuid.UUID, int]]):

@@ -283,10 +283,11 @@ class ClassicMemberImage:
 
 
 def from_classic(group_id: str, generation: int, protocol_name: str | None, members: Sequence[ClassicMemberImage],
-                 topics: Topics) -> tuple[ConsumerGroup, list[rec.Record]]:
+                 topics: Topics, now_ms: int) -> tuple[ConsumerGroup, list[rec.Record]]:
     """Kafka's ConsumerGroup.fromClassicGroup + createConsumerGroupRecords: every member keeps its
-    last assignment as its target, Stable at the generation, which becomes the epochs. Raises
-    MalformedConsumerProtocol when a member's embedded metadata does not parse."""
+    last assignment as its target, Stable at the generation, which becomes the epochs; its classic
+    session restarts now. Raises MalformedConsumerProtocol when a member's embedded metadata does
+    not parse."""
     consumer_members: dict[str, ConsumerGroupMember] = {}
     target: dict[str, Assignment] = {}
     for m in members:
@@ -299,7 +300,7 @@ def from_classic(group_id: str, generation: int, protocol_name: str | None, memb
             client_host=m.client_host, subscribed_topic_names=tuple(sorted(set(subscription.topics))),
             rebalance_timeout_ms=m.rebalance_timeout_ms, classic=ClassicMemberMetadata(m.session_timeout_ms, m.protocols),
             member_epoch=generation, previous_member_epoch=generation, state=MemberState.STABLE, assigned=assigned,
-            assignment_epochs={tp: generation for tp in assigned})
+            assignment_epochs={tp: generation for tp in assigned}, session_deadline_ms=now_ms + m.session_timeout_ms)
         target[m.member_id] = assigned
     group = ConsumerGroup(group_id=group_id, group_epoch=generation, members=consumer_members,
                           target_assignment_epoch=generation, target_assignment=target)

@@ -26,10 +26,12 @@ from minikafka.coordinator.consumer_group import classic_members, decisions
 from minikafka.coordinator.consumer_group import records as rec
 from minikafka.coordinator.consumer_group.decisions import ConsumerGroupConfig, HeartbeatReply, HeartbeatRequest, Topics
 from minikafka.coordinator.consumer_group.state import (
+    METADATA_FIELDS,
     ConsumerGroup,
     ConsumerGroupMember,
     ConsumerGroupState,
 )
+from minikafka.coordinator.group.offsets_log import partition_for
 from minikafka.coordinator.ports import RecordLog
 from minikafka.protocol.errors import ErrorCode
 
@@ -55,11 +57,10 @@ def _new_member_id() -> str:
 
 class ConsumerGroups:
     def __init__(self, records: RecordLog, config: ConsumerGroupConfig, topics: Callable[[], Topics], *,
-                 partition_for: Callable[[str], int], new_member_id: Callable[[], str] = _new_member_id) -> None:
+                 new_member_id: Callable[[], str] = _new_member_id) -> None:
         self._log = records
         self.config = config
         self._topics = topics
-        self._partition_for = partition_for
         self._new_member_id = new_member_id
         self.groups: dict[str, ConsumerGroup] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -92,26 +93,31 @@ class ConsumerGroups:
                                                  self._topics(), now_ms, self._new_member_id())
             if outcome.group is None:  # an error: nothing changes
                 return outcome.reply
-            records = [*replaced_classic, *outcome.records]
-            if records:
-                try:
-                    await self._log.append(self._partition_for(req.group_id), records, now_ms)
-                except OSError as exc:
-                    # As Kafka's coordinator does with a storage error: NOT_COORDINATOR, the client
-                    # finds the coordinator again and retries.
-                    log.warning("consumer_group_append_failed", group_id=req.group_id, reason=str(exc))
-                    return HeartbeatReply(error=ErrorCode.not_coordinator)
-            self._apply(req.group_id, outcome.group)
+            if not await self._write(req.group_id, [*replaced_classic, *outcome.records], outcome.group, now_ms):
+                return HeartbeatReply(error=ErrorCode.not_coordinator)
             return outcome.reply
+
+    async def _write(self, group_id: str, records: Sequence[rec.Record], group: ConsumerGroup | None,
+                     now_ms: int) -> bool:
+        """Append the records (one batch), then apply the group: decide -> persist -> apply. False
+        when the disk refused them and nothing changed: as Kafka's coordinator does with a storage
+        error, the caller answers NOT_COORDINATOR and the client finds the coordinator again."""
+        if records:
+            try:
+                await self._log.append(self._partition_for(group_id), records, now_ms)
+            except OSError as exc:
+                log.warning("consumer_group_append_failed", group_id=group_id, reason=str(exc))
+                return False
+        self._apply(group_id, group)
+        return True
 
     # ------------------------------------------------------------------------------ classic members
     async def classic_join(self, req: classic_members.ClassicJoin, now_ms: int) -> classic_members.ClassicJoinOutcome:
         async with self._locks.setdefault(req.group_id, asyncio.Lock()):
             out = classic_members.decide_join(self.groups[req.group_id], req, self.config_of(req.group_id),
                                               self._topics(), now_ms, self._new_member_id())
-            if out.group is not None:
-                await self._log.append(self._partition_for(req.group_id), out.records, now_ms)
-                self._apply(req.group_id, out.group)
+            if out.group is not None and not await self._write(req.group_id, out.records, out.group, now_ms):
+                return replace(out, error=ErrorCode.not_coordinator, group=None, records=())
             return out
 
     def classic_sync(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int,
@@ -135,9 +141,8 @@ class ConsumerGroups:
                             now_ms: int) -> list[ErrorCode]:
         async with self._locks.setdefault(group_id, asyncio.Lock()):
             codes, group, records = classic_members.decide_leave(self.groups[group_id], members, self._topics())
-            if group is not None:
-                await self._log.append(self._partition_for(group_id), records, now_ms)
-                self._apply(group_id, group)
+            if group is not None and not await self._write(group_id, records, group, now_ms):
+                return [ErrorCode.not_coordinator if c is ErrorCode.none else c for c in codes]
             return codes
 
     def topic_names(self) -> dict[object, str]:
@@ -148,9 +153,7 @@ class ConsumerGroups:
                              now_ms: int) -> tuple[ConsumerGroup, list[rec.Record]]:
         """The consumer group a live classic group becomes (not applied: the heartbeat that asked
         for it applies it with its own records). Raises MalformedConsumerProtocol."""
-        group, records = classic_members.from_classic(group_id, generation, protocol_name, members, self._topics())
-        return replace(group, members={mid: replace(m, session_deadline_ms=now_ms + m.classic.session_timeout_ms)
-                                       if m.classic is not None else m for mid, m in group.members.items()}), records
+        return classic_members.from_classic(group_id, generation, protocol_name, members, self._topics(), now_ms)
 
     def downgradable(self, group_id: str) -> bool:
         """A consumer group whose members all speak the classic protocol, with downgrades allowed."""
@@ -160,6 +163,9 @@ class ConsumerGroups:
 
     def classic_images(self, group_id: str) -> list[classic_members.ClassicMemberImage]:
         return classic_members.to_classic(self.groups[group_id], self.topic_names())
+
+    def _partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self._log.partition_count)
 
     def _apply(self, group_id: str, group: ConsumerGroup | None) -> None:
         before = self.groups.get(group_id)
@@ -192,11 +198,12 @@ class ConsumerGroups:
                 if not expired:
                     continue
                 next_group, records = decisions.fence(group, expired, self._topics())
+                # A refused append raises: the timer task logs it and tries again a moment later.
                 await self._log.append(self._partition_for(gid), records, now_ms)
+                self._apply(gid, next_group)
                 for mid in expired:
                     log.info("consumer_group_member_fenced", group_id=gid, member_id=mid,
-                             reason="session or rebalance timeout expired")
-                self._apply(gid, next_group)
+                             reason="session, rebalance, join or sync timeout expired")
                 changed.append(gid)
         return changed
 
@@ -221,7 +228,7 @@ class ConsumerGroups:
             if value is not None:
                 meta = rec.decode_member_metadata(key.member_id, value)
                 old = group.members.get(key.member_id)
-                member = meta if old is None else replace(old, **{f: getattr(meta, f) for f in _METADATA_FIELDS})
+                member = meta if old is None else replace(old, **{f: getattr(meta, f) for f in METADATA_FIELDS})
             group = replace(group, members=_with(group.members, key.member_id, member))
         elif t == rec.TARGET_ASSIGNMENT_METADATA:
             if value is None:
@@ -377,6 +384,3 @@ def _with(mapping: Mapping[str, Any], key: str, value: Any | None) -> dict[str, 
 _GROUP_CONFIGS = {"consumer.session.timeout.ms": "session_timeout_ms",
                   "consumer.heartbeat.interval.ms": "heartbeat_interval_ms",
                   "consumer.assignment.interval.ms": "assignment_interval_ms"}
-
-_METADATA_FIELDS = ("instance_id", "rack_id", "client_id", "client_host", "subscribed_topic_names",
-                    "subscribed_topic_regex", "server_assignor", "rebalance_timeout_ms", "classic")

@@ -89,6 +89,11 @@ class ClassicMemberMetadata:
         return self.protocols[0][1]
 
 
+# What a member told the coordinator: the fields of its ConsumerGroupMemberMetadata record.
+METADATA_FIELDS: Final = ("instance_id", "rack_id", "client_id", "client_host", "subscribed_topic_names",
+                          "subscribed_topic_regex", "server_assignor", "rebalance_timeout_ms", "classic")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConsumerGroupMember:
     """A member of a consumer group (Kafka: ConsumerGroupMember). The first block is what the
@@ -138,8 +143,7 @@ class ConsumerGroupMember:
 
     def metadata_key(self) -> tuple[object, ...]:
         """The fields of the MemberMetadata record (a change means a new record)."""
-        return (self.instance_id, self.rack_id, self.client_id, self.client_host, self.subscribed_topic_names,
-                self.subscribed_topic_regex, self.server_assignor, self.rebalance_timeout_ms, self.classic)
+        return tuple(getattr(self, name) for name in METADATA_FIELDS)
 
     def assignment_key(self) -> tuple[object, ...]:
         """The fields of the CurrentMemberAssignment record."""

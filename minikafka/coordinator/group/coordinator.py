@@ -30,7 +30,7 @@ from minikafka.coordinator.consumer_group import records as consumer_records
 from minikafka.coordinator.consumer_group.classic_members import ClassicJoin, ClassicMemberImage
 from minikafka.coordinator.consumer_group.coordinator import CommitCheck, ConsumerGroups
 from minikafka.coordinator.consumer_group.embedded import MalformedConsumerProtocol
-from minikafka.coordinator.consumer_group.decisions import HeartbeatReply, HeartbeatRequest
+from minikafka.coordinator.consumer_group.decisions import ConsumerGroupConfig, HeartbeatReply, HeartbeatRequest
 from minikafka.coordinator.group import decisions, offsets_log
 from minikafka.coordinator.group.decisions import (
     CONSUMER_PROTOCOL_TYPE,
@@ -99,7 +99,7 @@ def _default_member_id(prefix: str) -> str:
 class GroupCoordinator:
     def __init__(self, records: RecordLog, config: GroupConfig, *, offsets_retention_ms: int,
                  offsets_retention_check_interval_ms: int,
-                 member_id: Callable[[str], str] = _default_member_id) -> None:
+                 member_id: Callable[[str], str] = _default_member_id, consumer: ConsumerGroups | None = None) -> None:
         self._log = records
         self.config = config
         self.offsets_retention_ms = offsets_retention_ms
@@ -117,8 +117,10 @@ class GroupCoordinator:
         self._closed = False
         # The consumer protocol's groups (KIP-848), a room of its own: this coordinator owns
         # `__consumer_offsets` and the offsets of both group types and is its door (replay,
-        # offset validation, listing, deletion, compaction, timers).
-        self.consumer: ConsumerGroups | None = None
+        # offset validation, listing, deletion, compaction, timers, migration between the types).
+        self.consumer = consumer if consumer is not None else ConsumerGroups(records, ConsumerGroupConfig(), dict)
+        # Its session deadlines drive the same timer task as the classic ones.
+        self.consumer.on_deadlines_changed = self._changed
 
     # ------------------------------------------------------------------------------ lifecycle
     def load(self, now_ms: int) -> None:
@@ -133,10 +135,9 @@ class GroupCoordinator:
             groups_loaded += kind == "group"
             offsets_loaded += kind == "offset"
         for gid in list(self.offsets):
-            if gid not in self.groups and self.offsets[gid] and not self._is_consumer_group(gid):
-                self.groups[gid] = Group(group_id=gid, state=GroupState.EMPTY)
-        if self.consumer is not None:
-            self.consumer.loaded(now_ms)
+            if self.offsets[gid]:
+                self._offsets_only_group(gid, -1)
+        self.consumer.loaded(now_ms)
         self._next_retention_check_ms = now_ms + self.retention_check_interval_ms
         log.info("groups_loaded", groups=len(self.groups), group_records=groups_loaded,
                  offset_records=offsets_loaded)
@@ -158,9 +159,8 @@ class GroupCoordinator:
             return "control"
         if rec.key is None:
             return "none"
-        consumer_key = consumer_records.decode_key(rec.key) if self.consumer is not None else None
+        consumer_key = consumer_records.decode_key(rec.key)
         if consumer_key is not None:
-            assert self.consumer is not None
             try:
                 self.consumer.replay(consumer_key, rec.value)
             except consumer_records.CorruptConsumerGroupRecord as exc:
@@ -231,7 +231,7 @@ class GroupCoordinator:
     # ------------------------------------------------------------------------------ timers
     def next_deadline(self) -> int | None:
         times = [t for g in self.groups.values() if (t := decisions.next_deadline(g)) is not None]
-        if self.consumer is not None and (t := self.consumer.next_deadline()) is not None:
+        if (t := self.consumer.next_deadline()) is not None:
             times.append(t)
         if self._next_retention_check_ms is not None:
             times.append(self._next_retention_check_ms)
@@ -245,9 +245,8 @@ class GroupCoordinator:
             step = decisions.expire(group, self.config, now_ms)
             if step is not None:
                 await self._commit(gid, step, now_ms)
-        if self.consumer is not None:
-            for gid in await self.consumer.expire(now_ms):
-                await self._maybe_downgrade(gid, now_ms)
+        for gid in await self.consumer.expire(now_ms):
+            await self._maybe_downgrade(gid, now_ms)
         if self._next_retention_check_ms is not None and now_ms >= self._next_retention_check_ms:
             self._next_retention_check_ms = now_ms + self.retention_check_interval_ms
             await self.expire_offsets(now_ms)
@@ -255,40 +254,33 @@ class GroupCoordinator:
     async def expire_offsets(self, now_ms: int) -> int:
         """offsets.retention.minutes: tombstone expired offsets; an empty group left without
         offsets is deleted too (Kafka's cleanupGroupMetadata, alike for both group types)."""
-        consumer_ids = list(self.consumer.groups) if self.consumer is not None else []
         expired_total = 0
-        for gid in [*self.groups, *consumer_ids]:
+        for gid in [*self.groups, *self.consumer.groups]:
             expired_total += await self._expire_group_offsets(gid, now_ms)
         return expired_total
 
     async def _expire_group_offsets(self, gid: str, now_ms: int) -> int:
-        consumer = self.consumer if self._is_consumer_group(gid) else None
-        group = None if consumer is not None else self.groups.get(gid)
-        if consumer is not None and not consumer.is_empty(gid) or consumer is None and group is None:
+        is_consumer = self._is_consumer_group(gid)
+        group = None if is_consumer else self.groups.get(gid)
+        if is_consumer and not self.consumer.is_empty(gid) or not is_consumer and group is None:
             return 0
         offsets = self.offsets.get(gid, {})
         # A consumer group's offsets expire from their commit (Kafka's ConsumerGroup
         # offsetExpirationCondition); a classic group's from when it became Empty.
         expired = decisions.expired_offsets(group, offsets, now_ms, self.offsets_retention_ms,
                                             pending=self._pending_partitions(gid))
-        empty = consumer is not None or group is not None and group.state is GroupState.EMPTY
+        empty = is_consumer or group is not None and group.state is GroupState.EMPTY
         drop_group = empty and len(expired) == len(offsets) and not self._has_pending(gid)
         records: list[tuple[bytes, bytes | None]] = [(offsets_log.offset_commit_key(gid, tp), None) for tp in expired]
         if drop_group:
-            records += (consumer.tombstones(gid) if consumer is not None
-                        else [(offsets_log.group_metadata_key(gid), None)])
+            records += self._group_tombstones(gid)
         if not records:
             return 0
         await self._log.append(self.partition_for(gid), records, now_ms)
         for tp in expired:
             self._apply_offset(gid, tp, None)
         if drop_group:
-            if consumer is not None:
-                consumer.forget(gid)
-            else:
-                assert group is not None
-                next_state(group.state, GroupEvent.DELETED)
-                del self.groups[gid]
+            self._forget_group(gid)
         log.info("offsets_expired", group_id=gid, partitions=len(expired), group_deleted=drop_group)
         return len(expired)
 
@@ -326,12 +318,11 @@ class GroupCoordinator:
         if self._closed:
             return JoinResult(error=ErrorCode.not_coordinator, member_id=req.member_id)
         if self._is_consumer_group(req.group_id):
-            assert self.consumer is not None
             if not self.consumer.is_empty(req.group_id):
                 return await self._classic_join_to_consumer_group(req, now_ms)
             # An empty consumer group becomes a classic group: its records go first.
-            await self._log.append(self.partition_for(req.group_id), self.consumer.tombstones(req.group_id), now_ms)
-            self.consumer.forget(req.group_id)
+            await self._log.append(self.partition_for(req.group_id), self._group_tombstones(req.group_id), now_ms)
+            self._forget_group(req.group_id)
         group = self.groups.get(req.group_id)
         prefix = req.group_instance_id if req.group_instance_id is not None else req.client_id
         decision = decisions.decide_join(group, req, self.config, now_ms, self._new_member_id(prefix))
@@ -342,7 +333,6 @@ class GroupCoordinator:
         if self._closed:
             return SyncResult(error=ErrorCode.not_coordinator)
         if self._is_consumer_group(req.group_id):
-            assert self.consumer is not None
             out = self.consumer.classic_sync(req.group_id, req.member_id, req.group_instance_id, req.generation_id,
                                              req.protocol_type, req.protocol_name, now_ms)
             return SyncResult(error=out.error, assignment=out.assignment, protocol_type=req.protocol_type,
@@ -384,7 +374,6 @@ class GroupCoordinator:
     def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int,
                   now_ms: int) -> ErrorCode:
         if self._is_consumer_group(group_id):
-            assert self.consumer is not None
             return self.consumer.classic_heartbeat(group_id, member_id, group_instance_id, generation_id, now_ms)
         group, code = decisions.decide_heartbeat(self.groups.get(group_id), member_id, group_instance_id,
                                                  generation_id, now_ms)
@@ -394,14 +383,14 @@ class GroupCoordinator:
         return code
 
     def _is_consumer_group(self, group_id: str) -> bool:
-        return self.consumer is not None and self.consumer.owns(group_id)
+        return self.consumer.owns(group_id)
 
     async def consumer_group_heartbeat(self, req: HeartbeatRequest, now_ms: int) -> HeartbeatReply:
         """ConsumerGroupHeartbeat: the consumer room decides; a group id taken by a classic group
         is refused, unless that group is empty and this is a first heartbeat: then the classic
         group is replaced (its GroupMetadata tombstone goes in the same batch) and keeps its
         offsets (Kafka: getOrMaybeCreateConsumerGroup, maybeDeleteEmptyClassicGroup)."""
-        if self._closed or self.consumer is None:
+        if self._closed:
             return HeartbeatReply(error=ErrorCode.not_coordinator)
         classic = self.groups.get(req.group_id)
         replaced: list[tuple[bytes, bytes | None]] = []
@@ -435,7 +424,6 @@ class GroupCoordinator:
 
     def _upgrade(self, classic: Group, now_ms: int) -> tuple[Any, list[tuple[bytes, bytes | None]]] | HeartbeatReply:
         """Kafka's validateOnlineUpgrade + convertToConsumerGroup."""
-        assert self.consumer is not None
         gid = classic.group_id
 
         def refused(why: str) -> HeartbeatReply:
@@ -468,7 +456,6 @@ class GroupCoordinator:
                         f.set_result(result)
 
     async def _classic_join_to_consumer_group(self, req: JoinRequest, now_ms: int) -> JoinResult:
-        assert self.consumer is not None
         if self.consumer.config.migration_policy == "disabled":
             return JoinResult(error=ErrorCode.inconsistent_group_protocol, member_id="")
         out = await self.consumer.classic_join(ClassicJoin(
@@ -484,7 +471,7 @@ class GroupCoordinator:
     async def _maybe_downgrade(self, group_id: str, now_ms: int) -> None:
         """Kafka's convertToClassicGroup after members left: the remaining classic members form a
         classic group at the group epoch, with their target assignments, and rebalance."""
-        if self.consumer is None or not self.consumer.downgradable(group_id):
+        if not self.consumer.downgradable(group_id):
             return
         images = self.consumer.classic_images(group_id)
         if len(images) > self.config.max_size:
@@ -502,7 +489,6 @@ class GroupCoordinator:
     async def leave_group(self, group_id: str, members: Sequence[tuple[str, str | None]],
                           now_ms: int) -> tuple[ErrorCode, list[ErrorCode]]:
         if self._is_consumer_group(group_id):
-            assert self.consumer is not None
             codes = await self.consumer.classic_leave(group_id, members, now_ms)
             await self._maybe_downgrade(group_id, now_ms)
             return ErrorCode.none, codes
@@ -533,7 +519,6 @@ class GroupCoordinator:
         it at or before that epoch (KIP-1251)."""
         tps = list(partitions)
         if self._is_consumer_group(group_id):
-            assert self.consumer is not None
             check: CommitCheck = self.consumer.validate_offset_commit(
                 group_id, member_id, group_instance_id, generation_id, transactional=transactional,
                 api_version=api_version)
@@ -565,9 +550,7 @@ class GroupCoordinator:
                 return self._append_failed(group_id, results, exc)
             for tp, om in written.items():
                 self._apply_offset(group_id, tp, om)
-            if group_id not in self.groups and not self._is_consumer_group(group_id):
-                # Simple consumers and admin clients commit for groups that never had members.
-                self.groups[group_id] = Group(group_id=group_id, state=GroupState.EMPTY, state_timestamp_ms=now_ms)
+            self._offsets_only_group(group_id, now_ms)
         return results
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:
@@ -575,7 +558,6 @@ class GroupCoordinator:
         as Kafka's ClassicGroup.validateOffsetFetch)."""
         if not self._is_consumer_group(group_id):
             return ErrorCode.none
-        assert self.consumer is not None
         return self.consumer.validate_offset_fetch(group_id, member_id, member_epoch)
 
     def fetch_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None,
@@ -602,7 +584,6 @@ class GroupCoordinator:
                              now_ms: int) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
         topics = {tp.topic for tp in partitions}
         if self._is_consumer_group(group_id):
-            assert self.consumer is not None
             subscribed = self.consumer.subscribed_topics(group_id)
             top, by_topic = ErrorCode.none, {t: ErrorCode.group_subscribed_to_topic if t in subscribed
                                               else ErrorCode.none for t in topics}
@@ -634,10 +615,9 @@ class GroupCoordinator:
             for gid, group in self.groups.items():
                 if self.partition_for(gid) == p and group.state is not GroupState.DEAD:
                     records.append((offsets_log.group_metadata_key(gid), offsets_log.group_metadata_value(group)))
-            if self.consumer is not None:
-                for gid in sorted(self.consumer.groups):
-                    if self.partition_for(gid) == p:
-                        records.extend(self.consumer.snapshot_records(gid))
+            for gid in sorted(self.consumer.groups):
+                if self.partition_for(gid) == p:
+                    records.extend(self.consumer.snapshot_records(gid))
             committed = [(gid, tp, om) for gid, offsets in self.offsets.items() if self.partition_for(gid) == p
                          for tp, om in offsets.items()]
             records.extend((offsets_log.offset_commit_key(gid, tp), offsets_log.offset_commit_value(om))
@@ -690,7 +670,7 @@ class GroupCoordinator:
             listed += [ListedGroup(g.group_id, g.protocol_type or "", g.state.value, "classic")
                        for g in self.groups.values()
                        if g.state is not GroupState.DEAD and (not wanted_states or g.state.value.lower() in wanted_states)]
-        if self.consumer is not None and (not wanted_types or "consumer" in wanted_types):
+        if not wanted_types or "consumer" in wanted_types:
             listed += [ListedGroup(g.group_id, CONSUMER_PROTOCOL_TYPE, g.state.value, "consumer")
                        for g in self.consumer.list_groups(wanted_states)]
         return sorted(listed, key=lambda g: g.group_id)
@@ -711,40 +691,41 @@ class GroupCoordinator:
             if not gid:
                 results[gid] = ErrorCode.invalid_group_id
                 continue
-            if self._is_consumer_group(gid):
-                results[gid] = await self._delete_consumer_group(gid, now_ms)
-                continue
-            group = self.groups.get(gid)
-            code = decisions.decide_delete(group)
+            code = (self.consumer.deletable(gid) if self._is_consumer_group(gid)
+                    else decisions.decide_delete(self.groups.get(gid)))
             results[gid] = code
-            if code is not ErrorCode.none or group is None:
+            if code is not ErrorCode.none:
                 continue
             tps = self._offset_partitions(gid)  # committed or pending: both are deleted
             records: list[tuple[bytes, bytes | None]] = [(offsets_log.offset_commit_key(gid, tp), None) for tp in tps]
-            records.append((offsets_log.group_metadata_key(gid), None))
+            records += self._group_tombstones(gid)
             await self._log.append(self.partition_for(gid), records, now_ms)
-            next_state(group.state, GroupEvent.DELETED)
             for tp in tps:
                 self._apply_offset(gid, tp, None)
-            self.groups.pop(gid, None)
+            self._forget_group(gid)
             log.info("group_deleted", group_id=gid)
         return results
 
-    async def _delete_consumer_group(self, group_id: str, now_ms: int) -> ErrorCode:
-        """DeleteGroups of a consumer group: only an Empty one; its offsets go, then its records."""
-        assert self.consumer is not None
-        code = self.consumer.deletable(group_id)
-        if code is not ErrorCode.none:
-            return code
-        tps = self._offset_partitions(group_id)
-        records: list[tuple[bytes, bytes | None]] = [(offsets_log.offset_commit_key(group_id, tp), None) for tp in tps]
-        records += self.consumer.tombstones(group_id)
-        await self._log.append(self.partition_for(group_id), records, now_ms)
-        for tp in tps:
-            self._apply_offset(group_id, tp, None)
-        self.consumer.forget(group_id)
-        log.info("group_deleted", group_id=group_id, group_type="consumer")
-        return ErrorCode.none
+    def _offsets_only_group(self, group_id: str, now_ms: int) -> None:
+        """Offsets committed for a group id no group holds (simple consumers, admin clients, a
+        transaction's offsets) make an Empty classic group of it, as in Kafka; a group of either
+        type that holds the id keeps it."""
+        if group_id not in self.groups and not self._is_consumer_group(group_id):
+            self.groups[group_id] = Group(group_id=group_id, state=GroupState.EMPTY, state_timestamp_ms=now_ms)
+
+    def _group_tombstones(self, group_id: str) -> list[tuple[bytes, bytes | None]]:
+        """The records that delete a group of either type (not its offsets)."""
+        if self._is_consumer_group(group_id):
+            return self.consumer.tombstones(group_id)
+        return [(offsets_log.group_metadata_key(group_id), None)]
+
+    def _forget_group(self, group_id: str) -> None:
+        """After its tombstones were written: the group leaves the cache."""
+        if self._is_consumer_group(group_id):
+            self.consumer.forget(group_id)
+            return
+        next_state(self.groups[group_id].state, GroupEvent.DELETED)
+        del self.groups[group_id]
 
     # ------------------------------------------------------------------------------ transactions
     def _pending_partitions(self, group_id: str) -> set[TopicPartition]:
@@ -815,8 +796,8 @@ class GroupCoordinator:
                 if tp not in current or om.record_offset > current[tp].record_offset:
                     self._apply_offset(gid, tp, om)
                     applied = True
-            if applied and gid not in self.groups and not self._is_consumer_group(gid):
-                self.groups[gid] = Group(group_id=gid, state=GroupState.EMPTY)
+            if applied:
+                self._offsets_only_group(gid, -1)
         if not by_group:
             self.pending_txn_offsets.pop(producer_id, None)
             self._pending_epochs.pop(producer_id, None)

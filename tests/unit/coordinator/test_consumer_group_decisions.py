@@ -193,7 +193,7 @@ def test_replay_rebuilds_the_group() -> None:
     class NoLog:
         partition_count = 1
 
-    rebuilt = ConsumerGroups(NoLog(), CFG, lambda: TOPICS, partition_for=lambda g: 0)  # type: ignore[arg-type]
+    rebuilt = ConsumerGroups(NoLog(), CFG, lambda: TOPICS)  # type: ignore[arg-type]
     for key, value in s.records:
         k = rec.decode_key(key)
         assert k is not None
@@ -208,7 +208,7 @@ def test_replay_rebuilds_the_group() -> None:
         assert g.metadata_key() == m.metadata_key() and g.assignment_key() == m.assignment_key()
         assert dict(g.assignment_epochs) == dict(m.assignment_epochs)
     # The snapshot a compaction writes rebuilds the same group.
-    again = ConsumerGroups(NoLog(), CFG, lambda: TOPICS, partition_for=lambda g: 0)  # type: ignore[arg-type]
+    again = ConsumerGroups(NoLog(), CFG, lambda: TOPICS)  # type: ignore[arg-type]
     for key, value in rebuilt.snapshot_records("g"):
         k = rec.decode_key(key)
         assert k is not None
@@ -345,7 +345,7 @@ def test_conversions_between_the_group_types_keep_the_assignment() -> None:
     images = [cm.ClassicMemberImage(mid, None, "c", "/h", 20_000, 10_000, (("range", _subscription(("t1",))),),
                                     embedded.encode_assignment({"t1": parts}, 1))
               for mid, parts in (("m1", [0, 1, 2]), ("m2", [3, 4, 5]))]
-    group, records = cm.from_classic("g", 7, "range", images, TOPICS)
+    group, records = cm.from_classic("g", 7, "range", images, TOPICS, 1_000)
     assert (group.group_epoch, group.target_assignment_epoch, group.state) == (7, 7, ConsumerGroupState.STABLE)
     assert group.members["m1"].assigned == {(T1, p) for p in (0, 1, 2)}
     assert all(m.classic is not None for m in group.members.values()) and cm.all_classic(group)
@@ -364,10 +364,10 @@ def test_a_classic_member_commits_with_its_generation() -> None:
     class NoLog:
         partition_count = 1
 
-    groups = ConsumerGroups(NoLog(), CFG, lambda: TOPICS, partition_for=lambda g: 0)  # type: ignore[arg-type]
+    groups = ConsumerGroups(NoLog(), CFG, lambda: TOPICS)  # type: ignore[arg-type]
     image = cm.ClassicMemberImage("m1", None, "c", "/h", 20_000, 10_000, (("range", _subscription(("t1",))),),
                                   embedded.encode_assignment({"t1": [0, 1]}, 1))
-    groups.groups["g"], _records = cm.from_classic("g", 4, "range", [image], TOPICS)
+    groups.groups["g"], _records = cm.from_classic("g", 4, "range", [image], TOPICS, 1_000)
     assert groups.validate_offset_commit("g", "m1", None, 4, transactional=False, api_version=8).error \
         is ErrorCode.none  # older OffsetCommit versions are fine for a classic member
     assert groups.validate_offset_commit("g", "m1", None, 5, transactional=False, api_version=9).error \
