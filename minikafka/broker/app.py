@@ -96,8 +96,8 @@ class Broker:
         self.services.groups = self.groups
         self.services.group_configs = DynamicConfigStore(config.data_dir / GROUP_CONFIGS_FILE)
         self.services.features = load_features(config, DynamicConfigStore(config.data_dir / FEATURES_FILE))
-        if self.groups.consumer is not None:  # a group's consumer.* configs override the broker's
-            self.groups.consumer.group_overrides = self.services.group_configs.get
+        # A group's consumer.* configs override the broker's group.consumer.* defaults.
+        self.groups.consumer.group_overrides = self.services.group_configs.get
         self.services.broker_configs = broker_configs
         self.services.static_values = static_values
         self.services.quota_store = ClientQuotaStore(config.data_dir / CLIENT_QUOTAS_FILE)

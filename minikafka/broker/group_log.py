@@ -48,7 +48,7 @@ def build_group_coordinator(config: BrokerConfig, logs: LogManager,
     return GroupCoordinator(records_log, group_config,
                             offsets_retention_ms=int(config["offsets.retention.minutes"]) * 60_000,
                             offsets_retention_check_interval_ms=int(config["offsets.retention.check.interval.ms"]),
-                            consumer=ConsumerGroups(records_log, consumer_config, lambda: TopicsView(logs)))
+                            consumer=ConsumerGroups(records_log, consumer_config, TopicsView(logs)))
 
 
 class TopicsView(Mapping[str, tuple[uuid.UUID, int]]):

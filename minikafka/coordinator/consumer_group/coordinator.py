@@ -56,11 +56,11 @@ def _new_member_id() -> str:
 
 
 class ConsumerGroups:
-    def __init__(self, records: RecordLog, config: ConsumerGroupConfig, topics: Callable[[], Topics], *,
+    def __init__(self, records: RecordLog, config: ConsumerGroupConfig, topics: Topics, *,
                  new_member_id: Callable[[], str] = _new_member_id) -> None:
         self._log = records
         self.config = config
-        self._topics = topics
+        self._topics = topics  # the broker's topics, read live (name -> (topic id, partitions))
         self._new_member_id = new_member_id
         self.groups: dict[str, ConsumerGroup] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -90,7 +90,7 @@ class ConsumerGroups:
         async with lock:
             group = start if start is not None else self.groups.get(req.group_id)
             outcome = decisions.decide_heartbeat(group, req, self.config_of(req.group_id),
-                                                 self._topics(), now_ms, self._new_member_id())
+                                                 self._topics, now_ms, self._new_member_id())
             if outcome.group is None:  # an error: nothing changes
                 return outcome.reply
             if not await self._write(req.group_id, [*replaced_classic, *outcome.records], outcome.group, now_ms):
@@ -115,7 +115,7 @@ class ConsumerGroups:
     async def classic_join(self, req: classic_members.ClassicJoin, now_ms: int) -> classic_members.ClassicJoinOutcome:
         async with self._locks.setdefault(req.group_id, asyncio.Lock()):
             out = classic_members.decide_join(self.groups[req.group_id], req, self.config_of(req.group_id),
-                                              self._topics(), now_ms, self._new_member_id())
+                                              self._topics, now_ms, self._new_member_id())
             if out.group is not None and not await self._write(req.group_id, out.records, out.group, now_ms):
                 return replace(out, error=ErrorCode.not_coordinator, group=None, records=())
             return out
@@ -140,20 +140,20 @@ class ConsumerGroups:
     async def classic_leave(self, group_id: str, members: Sequence[tuple[str, str | None]],
                             now_ms: int) -> list[ErrorCode]:
         async with self._locks.setdefault(group_id, asyncio.Lock()):
-            codes, group, records = classic_members.decide_leave(self.groups[group_id], members, self._topics())
+            codes, group, records = classic_members.decide_leave(self.groups[group_id], members, self._topics)
             if group is not None and not await self._write(group_id, records, group, now_ms):
                 return [ErrorCode.not_coordinator if c is ErrorCode.none else c for c in codes]
             return codes
 
     def topic_names(self) -> dict[object, str]:
-        return {tid: name for name, (tid, _n) in self._topics().items()}
+        return {tid: name for name, (tid, _n) in self._topics.items()}
 
     def convert_from_classic(self, group_id: str, generation: int, protocol_name: str | None,
                              members: Sequence[classic_members.ClassicMemberImage],
                              now_ms: int) -> tuple[ConsumerGroup, list[rec.Record]]:
         """The consumer group a live classic group becomes (not applied: the heartbeat that asked
         for it applies it with its own records). Raises MalformedConsumerProtocol."""
-        return classic_members.from_classic(group_id, generation, protocol_name, members, self._topics(), now_ms)
+        return classic_members.from_classic(group_id, generation, protocol_name, members, self._topics, now_ms)
 
     def downgradable(self, group_id: str) -> bool:
         """A consumer group whose members all speak the classic protocol, with downgrades allowed."""
@@ -197,7 +197,7 @@ class ConsumerGroups:
                 expired = decisions.expired_members(group, now_ms)
                 if not expired:
                     continue
-                next_group, records = decisions.fence(group, expired, self._topics())
+                next_group, records = decisions.fence(group, expired, self._topics)
                 # A refused append raises: the timer task logs it and tries again a moment later.
                 await self._log.append(self._partition_for(gid), records, now_ms)
                 self._apply(gid, next_group)
@@ -309,7 +309,7 @@ class ConsumerGroups:
             return CommitCheck(stale, f"Received member epoch {member_epoch} is newer than current member epoch "
                                       f"{member.member_epoch}.")
 
-        topics = self._topics()
+        topics = self._topics
 
         def partition_error(topic: str, partition: int) -> ErrorCode:
             known = topics.get(topic)

@@ -13,9 +13,10 @@ between Kafka and minikafka does not see a metadata change (a needless rebalance
 
 from __future__ import annotations
 
+import functools
 import struct
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import xxhash
 
@@ -27,8 +28,11 @@ def _java_string(s: str) -> bytes:
     return units + struct.pack("<i", len(units) // 2)
 
 
-def topic_hash(name: str, topic_id: uuid.UUID, partitions: int, racks: Sequence[Sequence[str]] = ()) -> int:
-    """`racks[i]` lists the racks of partition i's replicas (empty without broker.rack)."""
+@functools.lru_cache(maxsize=4096)
+def topic_hash(name: str, topic_id: uuid.UUID, partitions: int, racks: tuple[tuple[str, ...], ...] = ()) -> int:
+    """`racks[i]` lists the racks of partition i's replicas (empty without broker.rack). Cached:
+    every heartbeat checks the group's hash, and a topic changes far less often (Kafka keeps a
+    topic hash cache too)."""
     msb, lsb = struct.unpack(">qq", topic_id.bytes)
     out = bytearray(struct.pack("<Bqq", TOPIC_HASH_MAGIC_BYTE, msb, lsb))
     out += _java_string(name) + struct.pack("<i", partitions)

@@ -118,7 +118,7 @@ class GroupCoordinator:
         # The consumer protocol's groups (KIP-848), a room of its own: this coordinator owns
         # `__consumer_offsets` and the offsets of both group types and is its door (replay,
         # offset validation, listing, deletion, compaction, timers, migration between the types).
-        self.consumer = consumer if consumer is not None else ConsumerGroups(records, ConsumerGroupConfig(), dict)
+        self.consumer = consumer if consumer is not None else ConsumerGroups(records, ConsumerGroupConfig(), {})
         # Its session deadlines drive the same timer task as the classic ones.
         self.consumer.on_deadlines_changed = self._changed
 

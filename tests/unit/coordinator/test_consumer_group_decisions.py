@@ -193,7 +193,7 @@ def test_replay_rebuilds_the_group() -> None:
     class NoLog:
         partition_count = 1
 
-    rebuilt = ConsumerGroups(NoLog(), CFG, lambda: TOPICS)  # type: ignore[arg-type]
+    rebuilt = ConsumerGroups(NoLog(), CFG, TOPICS)  # type: ignore[arg-type]
     for key, value in s.records:
         k = rec.decode_key(key)
         assert k is not None
@@ -208,7 +208,7 @@ def test_replay_rebuilds_the_group() -> None:
         assert g.metadata_key() == m.metadata_key() and g.assignment_key() == m.assignment_key()
         assert dict(g.assignment_epochs) == dict(m.assignment_epochs)
     # The snapshot a compaction writes rebuilds the same group.
-    again = ConsumerGroups(NoLog(), CFG, lambda: TOPICS)  # type: ignore[arg-type]
+    again = ConsumerGroups(NoLog(), CFG, TOPICS)  # type: ignore[arg-type]
     for key, value in rebuilt.snapshot_records("g"):
         k = rec.decode_key(key)
         assert k is not None
@@ -364,7 +364,7 @@ def test_a_classic_member_commits_with_its_generation() -> None:
     class NoLog:
         partition_count = 1
 
-    groups = ConsumerGroups(NoLog(), CFG, lambda: TOPICS)  # type: ignore[arg-type]
+    groups = ConsumerGroups(NoLog(), CFG, TOPICS)  # type: ignore[arg-type]
     image = cm.ClassicMemberImage("m1", None, "c", "/h", 20_000, 10_000, (("range", _subscription(("t1",))),),
                                   embedded.encode_assignment({"t1": [0, 1]}, 1))
     groups.groups["g"], _records = cm.from_classic("g", 4, "range", [image], TOPICS, 1_000)
@@ -381,3 +381,15 @@ def test_a_classic_member_commits_with_its_generation() -> None:
         is ErrorCode.unsupported_version
     assert groups.validate_offset_commit("g2", "a", None, 9, transactional=False, api_version=9).error \
         is ErrorCode.stale_member_epoch
+
+
+def test_metadata_hash_is_kafkas() -> None:
+    """Vectors computed with hash4j 0.22.0 as Kafka 4.3.1's Utils.computeTopicHash/computeGroupHash."""
+    from minikafka.coordinator.consumer_group.metadata_hash import group_hash, topic_hash
+
+    foo = topic_hash("foo", uuid.UUID(int=(0x0123456789ABCDEF << 64) | 0xFEDCBA9876543210), 3)
+    bar = topic_hash("bar", uuid.UUID(int=(0x1111111111111111 << 64) | 0x2222222222222222), 3,
+                     (("rack-b", "rack-a"), ("rack-a", "rack-a"), ("rack-c",)))
+    assert (foo, bar) == (-6866685120132495045, 6948385996080975407)
+    assert group_hash({"foo": foo, "bar": bar}) == -5494693510647035751
+    assert group_hash({}) == 0
