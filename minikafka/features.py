@@ -109,7 +109,7 @@ class Features:
         result = decide_update(self._levels, updates, node_id)
         if result.levels is None or validate_only:
             return result
-        levels = {name: result.levels.get(name, 0) for name in SUPPORTED}
+        levels = dict(result.levels)  # the supported features only: anything else was refused
         if self._save is not None:
             self._save(levels, self.epoch + 1)   # durable first: a crash keeps the old levels or the new
         self._levels, self.epoch = levels, self.epoch + 1

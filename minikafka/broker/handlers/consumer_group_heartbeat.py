@@ -21,7 +21,7 @@ from minikafka.coordinator.group.coordinator import GroupCoordinator
 from minikafka.features import GROUP_VERSION
 from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.types import ZERO_MS
+from minikafka.protocol.types import ZERO_MS, ms
 
 
 def consumer_protocol_enabled(svc: BrokerServices) -> bool:
@@ -49,20 +49,17 @@ class ConsumerGroupHeartbeatHandler:
         reply = await self.groups.consumer_group_heartbeat(HeartbeatRequest(
             group_id=req.group_id, member_id=req.member_id, member_epoch=req.member_epoch,
             instance_id=req.instance_id, rack_id=req.rack_id,
-            rebalance_timeout_ms=int(req.rebalance_timeout.total_seconds() * 1000),
+            rebalance_timeout_ms=ms(req.rebalance_timeout),
             subscribed_topic_names=None if req.subscribed_topic_names is None else tuple(req.subscribed_topic_names),
-            subscribed_topic_regex=getattr(req, "subscribed_topic_regex", None),
+            subscribed_topic_regex=req.subscribed_topic_regex,
             server_assignor=req.server_assignor, owned=owned, client_id=ctx.client_id or "",
             client_host=client_host(ctx.peer), api_version=ctx.api_version), self.svc.clock.now_ms())
         return messages.ConsumerGroupHeartbeatResponse(
             throttle_time=ZERO_MS, error_code=reply.error, error_message=reply.message, member_id=reply.member_id,
-            member_epoch=reply.member_epoch, heartbeat_interval=_ms(reply.heartbeat_interval_ms),
+            member_epoch=reply.member_epoch, heartbeat_interval=datetime.timedelta(milliseconds=reply.heartbeat_interval_ms),
             assignment=None if reply.assignment is None else wire_assignment(reply.assignment))
 
     def error_response(self, req: Any, code: ErrorCode) -> messages.ConsumerGroupHeartbeatResponse:
         return messages.ConsumerGroupHeartbeatResponse(throttle_time=ZERO_MS, error_code=code, member_epoch=0,
-                                                       heartbeat_interval=_ms(0))
+                                                       heartbeat_interval=ZERO_MS)
 
-
-def _ms(ms: int) -> datetime.timedelta:
-    return datetime.timedelta(milliseconds=ms)

@@ -30,6 +30,7 @@ from minikafka.coordinator.consumer_group.decisions import (
     _maybe_assign,
     _reconcile,
     fence,
+    fenced_instance_message,
     group_metadata_hash,
 )
 from minikafka.coordinator.consumer_group.state import (
@@ -113,8 +114,7 @@ def decide_join(group: ConsumerGroup, req: ClassicJoin, cfg: ConsumerGroupConfig
             member = d.replace_static(group.members[existing_id], member_id)
         elif existing_id != member_id:
             return ClassicJoinOutcome(error=ErrorCode.fenced_instance_id, member_id=req.member_id,
-                                      message=f"Static member {member_id} with instance id {req.group_instance_id} "
-                                              f"was fenced by member {existing_id}.")
+                                      message=fenced_instance_message(member_id, req.group_instance_id, existing_id))
         else:
             member = group.members[existing_id]
     updated = replace(
@@ -154,8 +154,7 @@ def _member(group: ConsumerGroup, member_id: str, instance_id: str | None) -> tu
                                                        f"group {gid}.")
         member = group.members[sid]
         if member.member_id != member_id:
-            return None, ErrorCode.fenced_instance_id, (f"Static member {member_id} with instance id {instance_id} "
-                                                        f"was fenced by member {member.member_id}.")
+            return None, ErrorCode.fenced_instance_id, fenced_instance_message(member_id, instance_id, member.member_id)
     if member.classic is None:
         return None, ErrorCode.unknown_member_id, f"Member {member.member_id} does not use the classic protocol."
     return member, ErrorCode.none, None

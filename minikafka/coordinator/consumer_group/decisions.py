@@ -203,12 +203,16 @@ def _static_member(group: ConsumerGroup, instance_id: str) -> ConsumerGroupMembe
     return None if mid is None else group.members[mid]
 
 
+def fenced_instance_message(member_id: str, instance_id: str, owner: str) -> str:
+    """FENCED_INSTANCE_ID's message (Kafka's throwIfInstanceIdIsFenced), for every protocol."""
+    return f"Static member {member_id} with instance id {instance_id} was fenced by member {owner}."
+
+
 def _fence_static(member: ConsumerGroupMember | None, group_id: str, member_id: str, instance_id: str) -> ConsumerGroupMember:
     if member is None:
         raise _Error(ErrorCode.unknown_member_id, f"Instance id {instance_id} is unknown.")
     if member.member_id != member_id:
-        raise _Error(ErrorCode.fenced_instance_id, f"Static member {member_id} with instance id {instance_id} was "
-                                                   f"fenced by member {member.member_id}.")
+        raise _Error(ErrorCode.fenced_instance_id, fenced_instance_message(member_id, instance_id, member.member_id))
     return member
 
 
