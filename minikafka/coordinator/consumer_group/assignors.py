@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Final
 
-from minikafka.coordinator.consumer_group.state import Assignment, TopicIdPartition
+from minikafka.coordinator.consumer_group.state import Assignment, TopicIdPartition, partition_order
 
 # member id -> subscribed topic names; topic name -> (topic id, partitions); member id -> current
 # target; member id -> group.instance.id
@@ -78,11 +78,11 @@ def _uniform_heterogeneous(members: list[str], eligible: Mapping[str, list[Topic
     result: dict[str, set[TopicIdPartition]] = {m: set() for m in members}
     allowed = {m: set(eligible[m]) for m in members}
     for m in members:
-        for tp in sorted(current.get(m, ()), key=lambda tp: (str(tp[0]), tp[1])):
+        for tp in sorted(current.get(m, ()), key=partition_order):
             if tp in allowed[m] and tp not in owner:
                 owner[tp] = m
                 result[m].add(tp)
-    every = sorted({tp for m in members for tp in eligible[m]}, key=lambda tp: (str(tp[0]), tp[1]))
+    every = sorted({tp for m in members for tp in eligible[m]}, key=partition_order)
     subscribers = {tp: [m for m in members if tp in allowed[m]] for tp in every}
     for tp in every:
         if tp not in owner:

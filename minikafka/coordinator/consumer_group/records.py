@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from minikafka.coordinator.consumer_group.state import (
     ClassicMemberMetadata,
+    by_topic,
     ConsumerGroupMember,
     MemberState,
     TopicIdPartition,
@@ -77,9 +78,7 @@ def _int32s(values: Iterable[int]) -> bytes:
 
 
 def _topic_partitions(parts: Iterable[TopicIdPartition], epochs: Mapping[TopicIdPartition, int] | None = None) -> bytes:
-    grouped: dict[uuid.UUID, list[int]] = {}
-    for tid, p in sorted(parts, key=lambda tp: (str(tp[0]), tp[1])):
-        grouped.setdefault(tid, []).append(p)
+    grouped = by_topic(parts)
     out = bytearray(array_length(len(grouped), True))
     for tid, ps in grouped.items():
         out += tid.bytes + _int32s(ps)

@@ -62,10 +62,15 @@ class MemberState(enum.IntEnum):
     UNKNOWN = 127
 
 
+def partition_order(tp: TopicIdPartition) -> tuple[str, int]:
+    """A stable order of partitions named by topic id (sort key)."""
+    return str(tp[0]), tp[1]
+
+
 def by_topic(assignment: Iterable[TopicIdPartition]) -> dict[uuid.UUID, list[int]]:
     """{topic id: sorted partitions}, topics in a stable order (the wire and record shape)."""
     out: dict[uuid.UUID, list[int]] = {}
-    for tid, p in sorted(assignment, key=lambda tp: (str(tp[0]), tp[1])):
+    for tid, p in sorted(assignment, key=partition_order):
         out.setdefault(tid, []).append(p)
     return out
 
