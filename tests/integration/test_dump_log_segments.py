@@ -477,3 +477,54 @@ def test_dump_log_segments_reads_markers_and_internal_topics(broker_factory, kaf
     committed = _transactional_workload(broker.bootstrap)
     assert broker.term() == 0, broker.log_tail()
     check_transactional_files(kafka_tools, Path(broker.data_dir), committed)
+
+
+def test_dump_log_segments_decodes_consumer_group_records(broker_factory, kafka_tools):
+    """The KIP-848 records minikafka writes to __consumer_offsets (types 3, 5-8 and 16: group epoch,
+    member metadata, target assignment, current assignment, resolved regex) in Kafka's schemas:
+    Kafka's --offsets-decoder reads every one, and the last ones hold the group as minikafka last
+    described it."""
+    import json
+
+    from clients import create_topic
+    from kio.schema.consumer_group_heartbeat.v1.request import TopicPartitions as HeartbeatTopicPartitions
+    from rawclient import RawClient
+    from test_consumer_protocol import describe, heartbeat, new_id
+
+    broker = broker_factory()
+    topic, group = "dump-cg", "dump-cg-group"
+    create_topic(broker.bootstrap, topic, 2)
+    with RawClient.connect(broker.bootstrap) as c:
+        a, b = new_id(), new_id()
+        assert int(heartbeat(c, group, a, 0, topics=(topic,), instance_id="static-a").error_code) == 0
+        assert int(heartbeat(c, group, b, 0, regex="dump-c.*").error_code) == 0
+        # a revokes half for b: its owned partitions, reported, move it to the new epoch
+        owned = describe(c, group).members[a].assignment.topic_partitions
+        assert int(heartbeat(c, group, a, int(describe(c, group).members[a].member_epoch), instance_id="static-a",
+                             owned=tuple(HeartbeatTopicPartitions(topic_id=t.topic_id, partitions=t.partitions)
+                                         for t in owned)).error_code) == 0
+        d = describe(c, group)
+    assert broker.term() == 0, broker.log_tail()
+    off_logs = sorted(Path(broker.data_dir).glob("__consumer_offsets-*/*.log"))
+    off = kafka_tools.dump_log_segments([str(f) for f in off_logs], "--offsets-decoder")
+    assert off.returncode == 0 and "Exception" not in off.stderr, off.stderr[-3000:]
+    assert "isvalid: false" not in off.stdout and "invalid bytes" not in off.stdout
+    records: dict[str, list[tuple[dict, dict | None]]] = {}
+    for line in off.stdout.splitlines():
+        if f'"groupId":"{group}"' not in line:
+            continue
+        key = json.loads(line.split(" key: ", 1)[1].split(" payload: ", 1)[0])
+        payload = line.split(" payload: ", 1)[1].strip()
+        records.setdefault(key["type"], []).append((key["data"], None if payload == "<DELETE>" else
+                                                    json.loads(payload)["data"]))
+    assert set(records) >= {"3", "5", "6", "7", "8", "16"}, sorted(records)
+    assert records["3"][-1][1]["epoch"] == d.group_epoch
+    assert records["6"][-1][1]["assignmentEpoch"] == d.assignment_epoch
+    static = [v for k, v in records["5"] if k["memberId"] == a][-1]
+    assert (static["instanceId"], static["subscribedTopicNames"]) == ("static-a", [topic])
+    assert [v for k, v in records["5"] if k["memberId"] == b][-1]["subscribedTopicRegex"] == "dump-c.*"
+    assert records["16"][-1][0]["regularExpression"] == "dump-c.*"
+    assert records["16"][-1][1]["topics"] == [topic]
+    for member_id, m in d.members.items():
+        current = [v for k, v in records["8"] if k["memberId"] == member_id][-1]
+        assert current["memberEpoch"] == int(m.member_epoch)
