@@ -29,7 +29,6 @@ from clients import create_topic, produce_all, producer, uniq, wait_until
 from confluent_kafka import Consumer
 from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
 from kio.schema.consumer_group_heartbeat.v1.request import ConsumerGroupHeartbeatRequest
-from kio.schema.consumer_group_heartbeat.v1.request import TopicPartitions as HeartbeatTopicPartitions
 from kio.schema.describe_groups.v6.request import DescribeGroupsRequest
 from kio.schema.list_groups.v5.request import ListGroupsRequest
 from kio.schema.offset_commit.v9.request import (
