@@ -145,6 +145,22 @@ PROPS: tuple[Prop, ...] = (
     # Online migration between the protocols (KIP-848): bidirectional, upgrade, downgrade, disabled.
     Prop("group.consumer.migration.policy", _str, "bidirectional",
          lambda v: v.lower() in ("bidirectional", "upgrade", "downgrade", "disabled")),
+    # KIP-1071 streams groups: streams.version is the finalized level of the feature (1, Kafka
+    # 4.3's default, turns the streams protocol on; 0 answers its APIs UNSUPPORTED_VERSION).
+    Prop("streams.version", _int, 1, lambda v: 0 <= v <= 1),
+    Prop("group.streams.session.timeout.ms", _int, 45000, _ge(1)),
+    Prop("group.streams.min.session.timeout.ms", _int, 45000, _ge(1)),
+    Prop("group.streams.max.session.timeout.ms", _int, 60000, _ge(1)),
+    Prop("group.streams.heartbeat.interval.ms", _int, 5000, _ge(1)),
+    Prop("group.streams.min.heartbeat.interval.ms", _int, 5000, _ge(1)),
+    Prop("group.streams.max.heartbeat.interval.ms", _int, 15000, _ge(1)),
+    Prop("group.streams.max.size", _int, 2147483647, _ge(1)),
+    Prop("group.streams.num.standby.replicas", _int, 0, _ge(0)),
+    Prop("group.streams.max.standby.replicas", _int, 2, _ge(0)),
+    Prop("group.streams.initial.rebalance.delay.ms", _int, 3000, _ge(0)),
+    Prop("group.streams.assignment.interval.ms", _int, 1000, _ge(0)),
+    Prop("group.streams.min.assignment.interval.ms", _int, 0, _ge(0)),
+    Prop("group.streams.max.assignment.interval.ms", _int, 15000, _ge(0)),
     Prop("transaction.state.log.num.partitions", _int, 50, _ge(1)),
     Prop("transaction.state.log.replication.factor", _int, 3, _ge(1)),
     Prop("transaction.state.log.min.isr", _int, 2, _ge(1)),

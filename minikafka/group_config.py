@@ -9,9 +9,10 @@ Theory of operation
 - `parse_group_config` refuses in Kafka's words, in Kafka's order (type, lower bound, broker
   bounds); tests/unit/test_kafka_group_configs.py holds it to Apache Kafka 4.3.1's answers.
 - The consumer.* ones govern the consumer groups of KIP-848 (session timeout, heartbeat interval,
-  assignment interval: coordinator/consumer_group reads them at each heartbeat). The share.* and
-  streams.* ones govern groups minikafka does not serve yet (issues 18 and 23): stored and
-  described only. Classic groups read none of them (nor do Kafka's).
+  assignment interval: coordinator/consumer_group reads them at each heartbeat), the streams.* ones
+  the streams groups of KIP-1071 (coordinator/streams_group). The share.* ones govern groups
+  minikafka does not serve yet (issue 23): stored and described only. Classic groups read none of
+  them (nor do Kafka's).
 """
 
 from __future__ import annotations

@@ -22,7 +22,8 @@ CORRELATION_ID = "correlation_id"
 ROOT = "root"
 # The loggers minikafka creates (structlog.get_logger(name) across the package), and their parents.
 LOGGERS = ("minikafka", "minikafka.broker", "minikafka.coordinator", "minikafka.coordinator.consumer_group",
-           "minikafka.coordinator.group", "minikafka.coordinator.transaction", "minikafka.storage")
+           "minikafka.coordinator.group", "minikafka.coordinator.streams_group", "minikafka.coordinator.transaction",
+           "minikafka.storage")
 # Kafka's level names (log4j) -> Python's numeric levels.
 KAFKA_LEVELS = {"TRACE": 5, "DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING,
                 "ERROR": logging.ERROR, "FATAL": logging.CRITICAL}

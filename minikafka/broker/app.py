@@ -98,6 +98,7 @@ class Broker:
         self.services.features = load_features(config, DynamicConfigStore(config.data_dir / FEATURES_FILE))
         # A group's consumer.* configs override the broker's group.consumer.* defaults.
         self.groups.consumer.group_overrides = self.services.group_configs.get
+        self.groups.streams.group_overrides = self.services.group_configs.get
         self.services.broker_configs = broker_configs
         self.services.static_values = static_values
         self.services.quota_store = ClientQuotaStore(config.data_dir / CLIENT_QUOTAS_FILE)

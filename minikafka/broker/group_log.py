@@ -20,6 +20,8 @@ from minikafka.coordinator.consumer_group.decisions import ConsumerGroupConfig
 from minikafka.coordinator.group.coordinator import GroupCoordinator
 from minikafka.coordinator.group.decisions import GroupConfig
 from minikafka.coordinator.group.offsets_log import TOPIC as OFFSETS_TOPIC
+from minikafka.coordinator.streams_group.coordinator import StreamsGroups
+from minikafka.coordinator.streams_group.decisions import StreamsGroupConfig
 from minikafka.storage.log_manager import LogManager
 from minikafka.topic_config import segment_size_config
 
@@ -45,10 +47,20 @@ def build_group_coordinator(config: BrokerConfig, logs: LogManager,
         assignment_interval_ms=int(config["group.consumer.assignment.interval.ms"]),
         migration_policy=str(config["group.consumer.migration.policy"]).lower(),
     )
+    streams_config = StreamsGroupConfig(
+        session_timeout_ms=int(config["group.streams.session.timeout.ms"]),
+        heartbeat_interval_ms=int(config["group.streams.heartbeat.interval.ms"]),
+        max_size=int(config["group.streams.max.size"]),
+        num_standby_replicas=int(config["group.streams.num.standby.replicas"]),
+        initial_rebalance_delay_ms=int(config["group.streams.initial.rebalance.delay.ms"]),
+        assignment_interval_ms=int(config["group.streams.assignment.interval.ms"]),
+    )
+    topics = TopicsView(logs)
     return GroupCoordinator(records_log, group_config,
                             offsets_retention_ms=int(config["offsets.retention.minutes"]) * 60_000,
                             offsets_retention_check_interval_ms=int(config["offsets.retention.check.interval.ms"]),
-                            consumer=ConsumerGroups(records_log, consumer_config, TopicsView(logs)))
+                            consumer=ConsumerGroups(records_log, consumer_config, topics),
+                            streams=StreamsGroups(records_log, streams_config, topics))
 
 
 class TopicsView(Mapping[str, tuple[uuid.UUID, int]]):

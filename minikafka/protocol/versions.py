@@ -80,6 +80,8 @@ SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
     66: VersionRange(0, 2),    # ListTransactions
     68: VersionRange(0, 1),    # ConsumerGroupHeartbeat (KIP-848); v1 has the client choose the member id
     69: VersionRange(0, 1),    # ConsumerGroupDescribe (KIP-848)
+    88: VersionRange(0, 0),    # StreamsGroupHeartbeat (KIP-1071)
+    89: VersionRange(0, 0),    # StreamsGroupDescribe (KIP-1071)
     74: VersionRange(0, 1),    # ListConfigResources (KIP-1142; v0 was ListClientMetricsResources)
     75: VersionRange(0, 0),    # DescribeTopicPartitions (KIP-966)
 })

@@ -40,3 +40,15 @@ def null_array(flexible: bool) -> bytes:
 def bytes_length(n: int, flexible: bool) -> bytes:
     return uvarint(n + 1) if flexible else I32.pack(n)
 
+
+
+def tagged_fields(tags: list[tuple[int, bytes]]) -> bytes:
+    """A flexible struct's tagged-field section: the count, then (tag, size, bytes) each, in tag
+    order; one zero byte when there are none."""
+    return uvarint(len(tags)) + b"".join(uvarint(t) + uvarint(len(v)) + v for t, v in tags)
+
+
+def coordinator_key(record_type: int, *fields: str) -> bytes:
+    """The key of a coordinator record (`__consumer_offsets`, `__transaction_state`): an int16
+    record type, then the key struct's strings, non-flexible."""
+    return record_type.to_bytes(2, "big", signed=True) + b"".join(string(f, False) for f in fields)

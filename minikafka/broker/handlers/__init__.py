@@ -73,6 +73,8 @@ GROUP = (
     (47, "offset_delete", "OffsetDeleteHandler", GROUPS),
     (68, "consumer_group_heartbeat", "ConsumerGroupHeartbeatHandler", GROUPS),
     (69, "consumer_group_describe", "ConsumerGroupDescribeHandler", GROUPS),
+    (88, "streams_group_heartbeat", "StreamsGroupHeartbeatHandler", GROUPS),
+    (89, "streams_group_describe", "StreamsGroupDescribeHandler", GROUPS),
 )
 # The transaction coordinator's APIs (issue 5) and the transaction tools' (KIP-664).
 TXN = (

@@ -14,11 +14,9 @@ calls `heartbeat` with the tombstone of an empty classic group of the same id wh
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import structlog
 
@@ -31,7 +29,7 @@ from minikafka.coordinator.consumer_group.state import (
     ConsumerGroupMember,
     ConsumerGroupState,
 )
-from minikafka.coordinator.group.offsets_log import partition_for
+from minikafka.coordinator.group_room import GroupRoom, with_entry
 from minikafka.coordinator.ports import RecordLog
 from minikafka.protocol.errors import ErrorCode
 
@@ -55,19 +53,15 @@ def _new_member_id() -> str:
     return str(uuid.uuid4())
 
 
-class ConsumerGroups:
+class ConsumerGroups(GroupRoom[ConsumerGroup]):
+    kind = "consumer_group"
+
     def __init__(self, records: RecordLog, config: ConsumerGroupConfig, topics: Topics, *,
                  new_member_id: Callable[[], str] = _new_member_id) -> None:
-        self._log = records
+        super().__init__(records)   # group_overrides: consumer.* over the broker's group.consumer.*
         self.config = config
         self._topics = topics  # the broker's topics, read live (name -> (topic id, partitions))
         self._new_member_id = new_member_id
-        self.groups: dict[str, ConsumerGroup] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
-        self.on_deadlines_changed: Callable[[], None] | None = None
-        # A group's own configs (IncrementalAlterConfigs on a GROUP resource): consumer.*
-        # overrides of the broker's group.consumer.* defaults.
-        self.group_overrides: Callable[[str], Mapping[str, str]] | None = None
 
     def config_of(self, group_id: str) -> ConsumerGroupConfig:
         overrides = self.group_overrides(group_id) if self.group_overrides is not None else {}
@@ -86,7 +80,7 @@ class ConsumerGroups:
                         start: ConsumerGroup | None = None) -> HeartbeatReply:
         """`replaced_classic`: records that go first in the same batch (the tombstone of an empty
         classic group, or a live one converted into `start`, the group the heartbeat meets)."""
-        lock = self._locks.setdefault(req.group_id, asyncio.Lock())
+        lock = self.lock(req.group_id)
         async with lock:
             group = start if start is not None else self.groups.get(req.group_id)
             outcome = decisions.decide_heartbeat(group, req, self.config_of(req.group_id),
@@ -97,23 +91,10 @@ class ConsumerGroups:
                 return HeartbeatReply(error=ErrorCode.not_coordinator)
             return outcome.reply
 
-    async def _write(self, group_id: str, records: Sequence[rec.Record], group: ConsumerGroup | None,
-                     now_ms: int) -> bool:
-        """Append the records (one batch), then apply the group: decide -> persist -> apply. False
-        when the disk refused them and nothing changed: as Kafka's coordinator does with a storage
-        error, the caller answers NOT_COORDINATOR and the client finds the coordinator again."""
-        if records:
-            try:
-                await self._log.append(self._partition_for(group_id), records, now_ms)
-            except OSError as exc:
-                log.warning("consumer_group_append_failed", group_id=group_id, reason=str(exc))
-                return False
-        self._apply(group_id, group)
-        return True
 
     # ------------------------------------------------------------------------------ classic members
     async def classic_join(self, req: classic_members.ClassicJoin, now_ms: int) -> classic_members.ClassicJoinOutcome:
-        async with self._locks.setdefault(req.group_id, asyncio.Lock()):
+        async with self.lock(req.group_id):
             out = classic_members.decide_join(self.groups[req.group_id], req, self.config_of(req.group_id),
                                               self._topics, now_ms, self._new_member_id())
             if out.group is not None and not await self._write(req.group_id, out.records, out.group, now_ms):
@@ -139,7 +120,7 @@ class ConsumerGroups:
 
     async def classic_leave(self, group_id: str, members: Sequence[tuple[str, str | None]],
                             now_ms: int) -> list[ErrorCode]:
-        async with self._locks.setdefault(group_id, asyncio.Lock()):
+        async with self.lock(group_id):
             codes, group, records = classic_members.decide_leave(self.groups[group_id], members, self._topics)
             if group is not None and not await self._write(group_id, records, group, now_ms):
                 return [ErrorCode.not_coordinator if c is ErrorCode.none else c for c in codes]
@@ -164,22 +145,7 @@ class ConsumerGroups:
     def classic_images(self, group_id: str) -> list[classic_members.ClassicMemberImage]:
         return classic_members.to_classic(self.groups[group_id], self.topic_names())
 
-    def _partition_for(self, group_id: str) -> int:
-        return partition_for(group_id, self._log.partition_count)
 
-    def _apply(self, group_id: str, group: ConsumerGroup | None) -> None:
-        before = self.groups.get(group_id)
-        if group is None:
-            self.groups.pop(group_id, None)
-            self._locks.pop(group_id, None)
-        else:
-            self.groups[group_id] = group
-            if before is None or before.state is not group.state or before.group_epoch != group.group_epoch:
-                log.info("consumer_group_changed", group_id=group_id, state=group.state.value,
-                         group_epoch=group.group_epoch, assignment_epoch=group.target_assignment_epoch,
-                         members=len(group.members))
-        if self.on_deadlines_changed is not None:
-            self.on_deadlines_changed()
 
     # ------------------------------------------------------------------------------ timers
     def next_deadline(self) -> int | None:
@@ -190,7 +156,7 @@ class ConsumerGroups:
         groups that lost members."""
         changed: list[str] = []
         for gid in [g for g, group in self.groups.items() if decisions.expired_members(group, now_ms)]:
-            async with self._locks.setdefault(gid, asyncio.Lock()):  # a heartbeat may be mid-append
+            async with self.lock(gid):  # a heartbeat may be mid-append
                 group = self.groups.get(gid)
                 if group is None:
                     continue
@@ -229,7 +195,7 @@ class ConsumerGroups:
                 meta = rec.decode_member_metadata(key.member_id, value)
                 old = group.members.get(key.member_id)
                 member = meta if old is None else replace(old, **{f: getattr(meta, f) for f in METADATA_FIELDS})
-            group = replace(group, members=_with(group.members, key.member_id, member))
+            group = replace(group, members=with_entry(group.members, key.member_id, member))
         elif t == rec.TARGET_ASSIGNMENT_METADATA:
             if value is None:
                 group = replace(group, target_assignment_epoch=0, assignment_timestamp_ms=0)
@@ -238,7 +204,7 @@ class ConsumerGroups:
                 group = replace(group, target_assignment_epoch=epoch, assignment_timestamp_ms=ts)
         elif t == rec.TARGET_ASSIGNMENT_MEMBER:
             target = None if value is None else rec.decode_target_assignment_member(value)
-            group = replace(group, target_assignment=_with(group.target_assignment, key.member_id, target))
+            group = replace(group, target_assignment=with_entry(group.target_assignment, key.member_id, target))
         elif t == rec.CURRENT_MEMBER_ASSIGNMENT:
             if value is not None:
                 ca = rec.decode_current_assignment(value)
@@ -255,7 +221,7 @@ class ConsumerGroups:
             if value is not None:
                 topics, _version, ts = rec.decode_regular_expression(value)
                 group = replace(group, regex_refreshed_ms=max(group.regex_refreshed_ms, ts))
-            group = replace(group, resolved_regexes=_with(group.resolved_regexes, key.member_id, topics))
+            group = replace(group, resolved_regexes=with_entry(group.resolved_regexes, key.member_id, topics))
         # PARTITION_METADATA (written before Kafka 4.1): the metadata hash replaces it.
         self.groups[gid] = group
 
@@ -353,31 +319,13 @@ class ConsumerGroups:
         out += [rec.partition_metadata_tombstone(group_id), rec.group_epoch_tombstone(group_id)]
         return out
 
-    def forget(self, group_id: str) -> None:
-        """After the tombstones were written (DeleteGroups, offsets expiry, a classic join)."""
-        self._apply(group_id, None)
 
     def subscribed_topics(self, group_id: str) -> frozenset[str]:
         return self.groups[group_id].subscribed_topic_names()
 
-    def is_empty(self, group_id: str) -> bool:
-        return not self.groups[group_id].members
-
-    def owns(self, group_id: str) -> bool:
-        return group_id in self.groups
-
-    def describe(self, group_id: str) -> ConsumerGroup | None:
-        return self.groups.get(group_id)
 
 
-def _with(mapping: Mapping[str, Any], key: str, value: Any | None) -> dict[str, Any]:
-    """A copy with `key` set to `value`, or removed when `value` is None (a tombstone)."""
-    out = dict(mapping)
-    if value is None:
-        out.pop(key, None)
-    else:
-        out[key] = value
-    return out
+
 
 
 # GROUP resource config -> the ConsumerGroupConfig field it overrides (Kafka's GroupConfig).

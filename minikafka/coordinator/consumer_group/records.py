@@ -37,7 +37,14 @@ from minikafka.coordinator.consumer_group.state import (
     TopicIdPartition,
 )
 from minikafka.protocol.binary import Reader
-from minikafka.protocol.wire_write import array_length, nullable_string, string, uvarint
+from minikafka.protocol.wire_write import (
+    array_length,
+    coordinator_key,
+    nullable_string,
+    string,
+    tagged_fields,
+    uvarint,
+)
 
 GROUP_METADATA = 3
 PARTITION_METADATA = 4
@@ -62,16 +69,6 @@ class CorruptConsumerGroupRecord(Exception):
 
 
 # ---------------------------------------------------------------------------------------- writer
-def _key(record_type: int, *fields: str) -> bytes:
-    return _H.pack(record_type) + b"".join(string(f, False) for f in fields)
-
-
-def _tags(tags: list[tuple[int, bytes]]) -> bytes:
-    if not tags:
-        return _NO_TAGS
-    return uvarint(len(tags)) + b"".join(uvarint(t) + uvarint(len(v)) + v for t, v in tags)
-
-
 def _int32s(values: Iterable[int]) -> bytes:
     vs = list(values)
     return array_length(len(vs), True) + struct.pack(f">{len(vs)}i", *vs)
@@ -85,21 +82,21 @@ def _topic_partitions(parts: Iterable[TopicIdPartition], epochs: Mapping[TopicId
         if epochs is None:
             out += _NO_TAGS
         else:
-            out += _tags([(0, _int32s(epochs.get((tid, p), 0) for p in ps))])
+            out += tagged_fields([(0, _int32s(epochs.get((tid, p), 0) for p in ps))])
     return bytes(out)
 
 
 def group_epoch(group_id: str, epoch: int, metadata_hash: int) -> Record:
     tags = [(0, _Q.pack(metadata_hash))] if metadata_hash else []
-    return _key(GROUP_METADATA, group_id), _H.pack(0) + _I.pack(epoch) + _tags(tags)
+    return coordinator_key(GROUP_METADATA, group_id), _H.pack(0) + _I.pack(epoch) + tagged_fields(tags)
 
 
 def group_epoch_tombstone(group_id: str) -> Record:
-    return _key(GROUP_METADATA, group_id), None
+    return coordinator_key(GROUP_METADATA, group_id), None
 
 
 def partition_metadata_tombstone(group_id: str) -> Record:
-    return _key(PARTITION_METADATA, group_id), None
+    return coordinator_key(PARTITION_METADATA, group_id), None
 
 
 def member_metadata(group_id: str, m: ConsumerGroupMember) -> Record:
@@ -109,7 +106,7 @@ def member_metadata(group_id: str, m: ConsumerGroupMember) -> Record:
              + b"".join(string(t, True) for t in sorted(m.subscribed_topic_names))
              + nullable_string(m.subscribed_topic_regex, True) + _I.pack(m.rebalance_timeout_ms)
              + nullable_string(m.server_assignor, True) + _classic_member_metadata(m.classic))
-    return _key(MEMBER_METADATA, group_id, m.member_id), value
+    return coordinator_key(MEMBER_METADATA, group_id, m.member_id), value
 
 
 def _classic_member_metadata(classic: ClassicMemberMetadata | None) -> bytes:
@@ -119,50 +116,50 @@ def _classic_member_metadata(classic: ClassicMemberMetadata | None) -> bytes:
     struct_bytes = (_I.pack(classic.session_timeout_ms) + array_length(len(classic.protocols), True)
                     + b"".join(string(name, True) + uvarint(len(meta) + 1) + meta + _NO_TAGS
                                for name, meta in classic.protocols) + _NO_TAGS)
-    return _tags([(0, b"\x01" + struct_bytes)])
+    return tagged_fields([(0, b"\x01" + struct_bytes)])
 
 
 def member_metadata_tombstone(group_id: str, member_id: str) -> Record:
-    return _key(MEMBER_METADATA, group_id, member_id), None
+    return coordinator_key(MEMBER_METADATA, group_id, member_id), None
 
 
 def target_assignment_metadata(group_id: str, epoch: int, timestamp_ms: int) -> Record:
     tags = [(0, _Q.pack(timestamp_ms))] if timestamp_ms else []
-    return _key(TARGET_ASSIGNMENT_METADATA, group_id), _H.pack(0) + _I.pack(epoch) + _tags(tags)
+    return coordinator_key(TARGET_ASSIGNMENT_METADATA, group_id), _H.pack(0) + _I.pack(epoch) + tagged_fields(tags)
 
 
 def target_assignment_metadata_tombstone(group_id: str) -> Record:
-    return _key(TARGET_ASSIGNMENT_METADATA, group_id), None
+    return coordinator_key(TARGET_ASSIGNMENT_METADATA, group_id), None
 
 
 def target_assignment_member(group_id: str, member_id: str, parts: Iterable[TopicIdPartition]) -> Record:
-    return _key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id), _H.pack(0) + _topic_partitions(parts) + _NO_TAGS
+    return coordinator_key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id), _H.pack(0) + _topic_partitions(parts) + _NO_TAGS
 
 
 def target_assignment_member_tombstone(group_id: str, member_id: str) -> Record:
-    return _key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id), None
+    return coordinator_key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id), None
 
 
 def current_assignment(group_id: str, m: ConsumerGroupMember) -> Record:
     value = (_H.pack(0) + _I.pack(m.member_epoch) + _I.pack(m.previous_member_epoch) + bytes([m.state.value & 0xFF])
              + _topic_partitions(m.assigned, m.assignment_epochs)
              + _topic_partitions(m.pending_revocation, m.assignment_epochs) + _NO_TAGS)
-    return _key(CURRENT_MEMBER_ASSIGNMENT, group_id, m.member_id), value
+    return coordinator_key(CURRENT_MEMBER_ASSIGNMENT, group_id, m.member_id), value
 
 
 def current_assignment_tombstone(group_id: str, member_id: str) -> Record:
-    return _key(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id), None
+    return coordinator_key(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id), None
 
 
 def regular_expression(group_id: str, regex: str, topics: Iterable[str], version: int, timestamp_ms: int) -> Record:
     names = sorted(topics)
     value = (_H.pack(0) + array_length(len(names), True) + b"".join(string(t, True) for t in names)
              + _Q.pack(version) + _Q.pack(timestamp_ms) + _NO_TAGS)
-    return _key(REGULAR_EXPRESSION, group_id, regex), value
+    return coordinator_key(REGULAR_EXPRESSION, group_id, regex), value
 
 
 def regular_expression_tombstone(group_id: str, regex: str) -> Record:
-    return _key(REGULAR_EXPRESSION, group_id, regex), None
+    return coordinator_key(REGULAR_EXPRESSION, group_id, regex), None
 
 
 # ---------------------------------------------------------------------------------------- reader

@@ -43,6 +43,9 @@ from minikafka.coordinator.group.decisions import (
 )
 from minikafka.coordinator.group.state import Group, GroupEvent, GroupState, OffsetAndMetadata, next_state
 from minikafka.coordinator.ports import LogRecord, RecordLog, TransactionalRecords
+from minikafka.coordinator.streams_group import decisions as streams_decisions
+from minikafka.coordinator.streams_group import records as streams_records
+from minikafka.coordinator.streams_group.coordinator import HeartbeatResult, StreamsGroups
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import TopicPartition
 
@@ -80,7 +83,7 @@ class ListedGroup:
     group_id: str
     protocol_type: str
     state: str
-    group_type: str   # "classic" or "consumer"
+    group_type: str   # "classic", "consumer" or "streams"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,7 +102,8 @@ def _default_member_id(prefix: str) -> str:
 class GroupCoordinator:
     def __init__(self, records: RecordLog, config: GroupConfig, *, offsets_retention_ms: int,
                  offsets_retention_check_interval_ms: int,
-                 member_id: Callable[[str], str] = _default_member_id, consumer: ConsumerGroups | None = None) -> None:
+                 member_id: Callable[[str], str] = _default_member_id, consumer: ConsumerGroups | None = None,
+                 streams: StreamsGroups | None = None) -> None:
         self._log = records
         self.config = config
         self.offsets_retention_ms = offsets_retention_ms
@@ -121,6 +125,10 @@ class GroupCoordinator:
         self.consumer = consumer if consumer is not None else ConsumerGroups(records, ConsumerGroupConfig(), {})
         # Its session deadlines drive the same timer task as the classic ones.
         self.consumer.on_deadlines_changed = self._changed
+        # The streams protocol's groups (KIP-1071), a room of the same kind behind the same door.
+        self.streams = streams if streams is not None else StreamsGroups(
+            records, streams_decisions.StreamsGroupConfig(), {})
+        self.streams.on_deadlines_changed = self._changed
 
     # ------------------------------------------------------------------------------ lifecycle
     def load(self, now_ms: int) -> None:
@@ -138,6 +146,7 @@ class GroupCoordinator:
             if self.offsets[gid]:
                 self._offsets_only_group(gid, -1)
         self.consumer.loaded(now_ms)
+        self.streams.loaded(now_ms)
         self._next_retention_check_ms = now_ms + self.retention_check_interval_ms
         log.info("groups_loaded", groups=len(self.groups), group_records=groups_loaded,
                  offset_records=offsets_loaded)
@@ -159,6 +168,12 @@ class GroupCoordinator:
             return "control"
         if rec.key is None:
             return "none"
+        if len(rec.key) >= 2 and streams_records.is_streams_record_type(int.from_bytes(rec.key[:2], "big", signed=True)):
+            try:
+                self.streams.replay(rec.key, rec.value)
+            except streams_records.CorruptStreamsGroupRecord as exc:
+                raise offsets_log.CorruptOffsetsRecord(str(exc)) from None
+            return "group"
         consumer_key = consumer_records.decode_key(rec.key)
         if consumer_key is not None:
             try:
@@ -231,8 +246,9 @@ class GroupCoordinator:
     # ------------------------------------------------------------------------------ timers
     def next_deadline(self) -> int | None:
         times = [t for g in self.groups.values() if (t := decisions.next_deadline(g)) is not None]
-        if (t := self.consumer.next_deadline()) is not None:
-            times.append(t)
+        for room in (self.consumer, self.streams):
+            if (t := room.next_deadline()) is not None:
+                times.append(t)
         if self._next_retention_check_ms is not None:
             times.append(self._next_retention_check_ms)
         return min(times, default=None)
@@ -247,6 +263,7 @@ class GroupCoordinator:
                 await self._commit(gid, step, now_ms)
         for gid in await self.consumer.expire(now_ms):
             await self._maybe_downgrade(gid, now_ms)
+        await self.streams.expire(now_ms)
         if self._next_retention_check_ms is not None and now_ms >= self._next_retention_check_ms:
             self._next_retention_check_ms = now_ms + self.retention_check_interval_ms
             await self.expire_offsets(now_ms)
@@ -255,14 +272,15 @@ class GroupCoordinator:
         """offsets.retention.minutes: tombstone expired offsets; an empty group left without
         offsets is deleted too (Kafka's cleanupGroupMetadata, alike for both group types)."""
         expired_total = 0
-        for gid in [*self.groups, *self.consumer.groups]:
+        for gid in [*self.groups, *self.consumer.groups, *self.streams.groups]:
             expired_total += await self._expire_group_offsets(gid, now_ms)
         return expired_total
 
     async def _expire_group_offsets(self, gid: str, now_ms: int) -> int:
-        is_consumer = self._is_consumer_group(gid)
+        room = self._modern_room(gid)
+        is_consumer = room is not None
         group = None if is_consumer else self.groups.get(gid)
-        if is_consumer and not self.consumer.is_empty(gid) or not is_consumer and group is None:
+        if room is not None and not room.is_empty(gid) or room is None and group is None:
             return 0
         offsets = self.offsets.get(gid, {})
         # A consumer group's offsets expire from their commit (Kafka's ConsumerGroup
@@ -317,10 +335,13 @@ class GroupCoordinator:
     async def join_group(self, req: JoinRequest, now_ms: int) -> JoinResult:
         if self._closed:
             return JoinResult(error=ErrorCode.not_coordinator, member_id=req.member_id)
-        if self._is_consumer_group(req.group_id):
-            if not self.consumer.is_empty(req.group_id):
+        if self.streams.owns(req.group_id) and not self.streams.is_empty(req.group_id):
+            # Kafka: "Group ... is not a classic group", answered UNKNOWN_MEMBER_ID.
+            return JoinResult(error=ErrorCode.unknown_member_id, member_id=req.member_id)
+        if self._modern_room(req.group_id) is not None:
+            if self._is_consumer_group(req.group_id) and not self.consumer.is_empty(req.group_id):
                 return await self._classic_join_to_consumer_group(req, now_ms)
-            # An empty consumer group becomes a classic group: its records go first.
+            # An empty consumer or streams group becomes a classic group: its records go first.
             await self._log.append(self.partition_for(req.group_id), self._group_tombstones(req.group_id), now_ms)
             self._forget_group(req.group_id)
         group = self.groups.get(req.group_id)
@@ -385,6 +406,39 @@ class GroupCoordinator:
     def _is_consumer_group(self, group_id: str) -> bool:
         return self.consumer.owns(group_id)
 
+    def _modern_room(self, group_id: str) -> ConsumerGroups | StreamsGroups | None:
+        """The room (consumer or streams protocol) holding the group id, None for classic/none."""
+        if self.consumer.owns(group_id):
+            return self.consumer
+        if self.streams.owns(group_id):
+            return self.streams
+        return None
+
+    async def streams_group_heartbeat(self, req: streams_decisions.HeartbeatRequest, now_ms: int) -> HeartbeatResult:
+        """StreamsGroupHeartbeat: the streams room decides. A group id held by a consumer group or
+        a non-empty classic group is refused; an empty classic group is replaced on a first
+        heartbeat (its tombstone goes in the same batch), as Kafka's getOrCreateStreamsGroup."""
+        if self._closed:
+            return HeartbeatResult(streams_decisions.HeartbeatReply(error=ErrorCode.not_coordinator))
+        invalid = self.streams.invalid(req)
+        if invalid is not None:
+            return HeartbeatResult(invalid)
+        classic = self.groups.get(req.group_id)
+        replaced: list[tuple[bytes, bytes | None]] = []
+        not_streams = streams_decisions.HeartbeatReply(
+            error=ErrorCode.group_id_not_found, message=f"Group {req.group_id} is not a streams group.")
+        if self._is_consumer_group(req.group_id):
+            return HeartbeatResult(not_streams)
+        if classic is not None and classic.state is not GroupState.DEAD:
+            if req.member_epoch != 0 or classic.state is not GroupState.EMPTY:
+                return HeartbeatResult(not_streams)
+            replaced = [(offsets_log.group_metadata_key(req.group_id), None)]
+        self._log.ensure_created(now_ms)
+        result = await self.streams.heartbeat(req, now_ms, replaced)
+        if replaced and result.reply.error is ErrorCode.none:
+            self._forget_classic(req.group_id)
+        return result
+
     async def consumer_group_heartbeat(self, req: HeartbeatRequest, now_ms: int) -> HeartbeatReply:
         """ConsumerGroupHeartbeat: the consumer room decides; a group id taken by a classic group
         is refused, unless that group is empty and this is a first heartbeat: then the classic
@@ -392,6 +446,9 @@ class GroupCoordinator:
         offsets (Kafka: getOrMaybeCreateConsumerGroup, maybeDeleteEmptyClassicGroup)."""
         if self._closed:
             return HeartbeatReply(error=ErrorCode.not_coordinator)
+        if self.streams.owns(req.group_id):
+            return self.consumer.invalid(req) or HeartbeatReply(
+                error=ErrorCode.group_id_not_found, message=f"Group {req.group_id} is not a consumer group.")
         classic = self.groups.get(req.group_id)
         replaced: list[tuple[bytes, bytes | None]] = []
         start = None
@@ -518,8 +575,9 @@ class GroupCoordinator:
         consumer group whose member sent an older epoch, every partition must have been given to
         it at or before that epoch (KIP-1251)."""
         tps = list(partitions)
-        if self._is_consumer_group(group_id):
-            check: CommitCheck = self.consumer.validate_offset_commit(
+        room = self._modern_room(group_id)
+        if room is not None:
+            check: CommitCheck = room.validate_offset_commit(
                 group_id, member_id, group_instance_id, generation_id, transactional=transactional,
                 api_version=api_version)
             code = check.error
@@ -556,9 +614,10 @@ class GroupCoordinator:
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:
         """OffsetFetch v9+ names the member: a consumer group checks it (a classic group does not,
         as Kafka's ClassicGroup.validateOffsetFetch)."""
-        if not self._is_consumer_group(group_id):
+        room = self._modern_room(group_id)
+        if room is None:
             return ErrorCode.none
-        return self.consumer.validate_offset_fetch(group_id, member_id, member_epoch)
+        return room.validate_offset_fetch(group_id, member_id, member_epoch)
 
     def fetch_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None,
                       require_stable: bool) -> list[FetchedOffset]:
@@ -583,8 +642,9 @@ class GroupCoordinator:
     async def delete_offsets(self, group_id: str, partitions: Sequence[TopicPartition],
                              now_ms: int) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
         topics = {tp.topic for tp in partitions}
-        if self._is_consumer_group(group_id):
-            subscribed = self.consumer.subscribed_topics(group_id)
+        room = self._modern_room(group_id)
+        if room is not None:
+            subscribed = room.subscribed_topics(group_id)
             top, by_topic = ErrorCode.none, {t: ErrorCode.group_subscribed_to_topic if t in subscribed
                                               else ErrorCode.none for t in topics}
         else:
@@ -615,9 +675,10 @@ class GroupCoordinator:
             for gid, group in self.groups.items():
                 if self.partition_for(gid) == p and group.state is not GroupState.DEAD:
                     records.append((offsets_log.group_metadata_key(gid), offsets_log.group_metadata_value(group)))
-            for gid in sorted(self.consumer.groups):
-                if self.partition_for(gid) == p:
-                    records.extend(self.consumer.snapshot_records(gid))
+            for room in (self.consumer, self.streams):
+                for gid in sorted(room.groups):
+                    if self.partition_for(gid) == p:
+                        records.extend(room.snapshot_records(gid))
             committed = [(gid, tp, om) for gid, offsets in self.offsets.items() if self.partition_for(gid) == p
                          for tp, om in offsets.items()]
             records.extend((offsets_log.offset_commit_key(gid, tp), offsets_log.offset_commit_value(om))
@@ -673,12 +734,17 @@ class GroupCoordinator:
         if not wanted_types or "consumer" in wanted_types:
             listed += [ListedGroup(g.group_id, CONSUMER_PROTOCOL_TYPE, g.state.value, "consumer")
                        for g in self.consumer.list_groups(wanted_states)]
+        if not wanted_types or "streams" in wanted_types:
+            listed += [ListedGroup(g.group_id, "streams", g.state.value, "streams")
+                       for g in self.streams.list_groups(wanted_states)]
         return sorted(listed, key=lambda g: g.group_id)
 
     def group_type(self, group_id: str) -> str | None:
-        """"classic", "consumer", or None when there is no such group."""
+        """"classic", "consumer", "streams", or None when there is no such group."""
         if self._is_consumer_group(group_id):
             return "consumer"
+        if self.streams.owns(group_id):
+            return "streams"
         group = self.groups.get(group_id)
         return None if group is None or group.state is GroupState.DEAD else "classic"
 
@@ -691,8 +757,8 @@ class GroupCoordinator:
             if not gid:
                 results[gid] = ErrorCode.invalid_group_id
                 continue
-            code = (self.consumer.deletable(gid) if self._is_consumer_group(gid)
-                    else decisions.decide_delete(self.groups.get(gid)))
+            room = self._modern_room(gid)
+            code = room.deletable(gid) if room is not None else decisions.decide_delete(self.groups.get(gid))
             results[gid] = code
             if code is not ErrorCode.none:
                 continue
@@ -710,19 +776,21 @@ class GroupCoordinator:
         """Offsets committed for a group id no group holds (simple consumers, admin clients, a
         transaction's offsets) make an Empty classic group of it, as in Kafka; a group of either
         type that holds the id keeps it."""
-        if group_id not in self.groups and not self._is_consumer_group(group_id):
+        if group_id not in self.groups and self._modern_room(group_id) is None:
             self.groups[group_id] = Group(group_id=group_id, state=GroupState.EMPTY, state_timestamp_ms=now_ms)
 
     def _group_tombstones(self, group_id: str) -> list[tuple[bytes, bytes | None]]:
-        """The records that delete a group of either type (not its offsets)."""
-        if self._is_consumer_group(group_id):
-            return self.consumer.tombstones(group_id)
+        """The records that delete a group of any type (not its offsets)."""
+        room = self._modern_room(group_id)
+        if room is not None:
+            return room.tombstones(group_id)
         return [(offsets_log.group_metadata_key(group_id), None)]
 
     def _forget_group(self, group_id: str) -> None:
         """After its tombstones were written: the group leaves the cache."""
-        if self._is_consumer_group(group_id):
-            self.consumer.forget(group_id)
+        room = self._modern_room(group_id)
+        if room is not None:
+            room.forget(group_id)
             return
         next_state(self.groups[group_id].state, GroupEvent.DELETED)
         del self.groups[group_id]

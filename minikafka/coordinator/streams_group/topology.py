@@ -1,0 +1,200 @@
+"""A streams group's topology against the broker's topics (Kafka: InternalTopicManager and its
+helpers RepartitionTopics, CopartitionedTopicsEnforcer, ChangelogTopics).
+
+Pure: (topology, topic name -> partition count) -> ConfiguredTopology. In order:
+
+1. every source topic that is not a repartition topic must exist, else MISSING_SOURCE_TOPICS
+   ("Source topics a, b are missing.") and the group stays NOT_READY;
+2. repartition topics get a partition count: the declared one, or the largest count among the
+   sources of a subtopology that writes to them, iterated until nothing more can be decided;
+3. copartition groups must agree: external topics all alike (else INCORRECTLY_PARTITIONED_TOPICS),
+   flexible repartition topics take their count;
+4. changelog topics get the task count of their subtopology;
+5. internal topics that do not exist are returned to be created (the broker creates them, as
+   Kafka's KafkaApis does through its AutoTopicCreationManager), with MISSING_INTERNAL_TOPICS
+   until they exist; an existing one with another partition count is INCORRECTLY_PARTITIONED_TOPICS.
+
+A topology that cannot be resolved at all (a repartition topic nobody writes, a loop) raises
+InvalidTopology: the heartbeat fails with STREAMS_INVALID_TOPOLOGY.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from minikafka.coordinator.streams_group.state import ConfiguredTopology, Subtopology, TopicInfo, Topology
+
+# StreamsGroupHeartbeatResponse.Status codes
+STALE_TOPOLOGY = 0
+MISSING_SOURCE_TOPICS = 1
+INCORRECTLY_PARTITIONED_TOPICS = 2
+MISSING_INTERNAL_TOPICS = 3
+SHUTDOWN_APPLICATION = 4
+ASSIGNMENT_DELAYED = 5
+
+
+class InvalidTopology(Exception):
+    """STREAMS_INVALID_TOPOLOGY, with Kafka's message."""
+
+
+class _TopicConfiguration(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def summarize(topics: list[str]) -> str:
+    """Kafka's summarizeTopics: the first three, then how many more."""
+    if not topics:
+        return "<none>"
+    shown = ", ".join(topics[:3])
+    return shown + (f" and {len(topics) - 3} additional topics" if len(topics) > 3 else "")
+
+
+def required_topics(topology: Topology) -> frozenset[str]:
+    """Source, repartition source and changelog topics (StreamsTopology.requiredTopics): what the
+    group's metadata hash covers."""
+    out: set[str] = set()
+    for s in topology.subtopologies:
+        out.update(s.source_topics)
+        out.update(t.name for t in s.repartition_source_topics)
+        out.update(t.name for t in s.state_changelog_topics)
+    return frozenset(out)
+
+
+def source_topic_subtopologies(topology: Topology) -> dict[str, str]:
+    """topic -> the subtopology that reads it (offset commits are checked against its tasks)."""
+    out: dict[str, str] = {}
+    for s in topology.subtopologies:
+        for t in s.source_topics:
+            out[t] = s.subtopology_id
+        for info in s.repartition_source_topics:
+            out[info.name] = s.subtopology_id
+    return out
+
+
+def _java_map(counts: Mapping[str, int]) -> str:
+    """A TreeMap's toString, as Kafka's messages print one."""
+    return "{" + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) + "}"
+
+
+def configure(topology: Topology, partitions: Mapping[str, int]) -> ConfiguredTopology:
+    """`partitions`: the partition count of every topic the broker has."""
+    try:
+        decided = _decide_partition_counts(topology, partitions)
+    except _TopicConfiguration as exc:
+        return ConfiguredTopology(topology.epoch, error=(exc.status, str(exc)))
+
+    def count(topic: str) -> int:
+        return partitions[topic] if topic in partitions else decided[topic]
+
+    task_counts = {}
+    for s in topology.subtopologies:
+        sources = [*s.source_topics, *(t.name for t in s.repartition_source_topics)]
+        task_counts[s.subtopology_id] = max(count(t) for t in sources)
+
+    to_create: dict[str, TopicInfo] = {}
+    for s in topology.subtopologies:
+        for info in (*s.repartition_source_topics, *s.state_changelog_topics):
+            n = info.partitions or decided[info.name]
+            to_create[info.name] = TopicInfo(info.name, n, info.replication_factor, info.configs)
+    for name in sorted(required_topics(topology)):
+        if name in partitions and name in to_create:
+            expected = to_create.pop(name).partitions
+            if partitions[name] != expected:
+                return ConfiguredTopology(topology.epoch, error=(
+                    INCORRECTLY_PARTITIONED_TOPICS,
+                    f"Existing topic {name} has different number of partitions: expected {expected}, "
+                    f"found {partitions[name]}"))
+    missing = tuple(to_create[name] for name in sorted(to_create))
+    error = None
+    if missing:
+        error = (MISSING_INTERNAL_TOPICS, "Internal topics are missing: " + summarize([t.name for t in missing]))
+    internal = {info.name: info.partitions or decided[info.name] for s in topology.subtopologies
+                for info in (*s.repartition_source_topics, *s.state_changelog_topics)}
+    return ConfiguredTopology(topology.epoch, task_counts=task_counts, internal_topics_to_create=missing,
+                              internal_partitions=internal, error=error)
+
+
+def _decide_partition_counts(topology: Topology, partitions: Mapping[str, int]) -> dict[str, int]:
+    subs = topology.subtopologies
+    repartition = {t.name for s in subs for t in s.repartition_source_topics}
+    missing = sorted({t for s in subs for t in s.source_topics if t not in repartition and t not in partitions})
+    if missing:
+        raise _TopicConfiguration(MISSING_SOURCE_TOPICS, f"Source topics {summarize(missing)} are missing.")
+    decided = _repartition_counts(subs, partitions)
+
+    def count(topic: str) -> int:
+        return partitions[topic] if topic in partitions else decided[topic]
+
+    fixed = {t.name for s in subs for t in s.repartition_source_topics if t.partitions != 0}
+    flexible = repartition - fixed
+    for s in subs:
+        for group in s.copartition_groups:
+            topics = {s.source_topics[i] for i in group.source_topics}
+            topics |= {s.repartition_source_topics[i].name for i in group.repartition_source_topics}
+            decided.update(_enforce_copartitioning(topics, fixed, flexible, count))
+    for s in subs:
+        sources = [*s.source_topics, *(t.name for t in s.repartition_source_topics)]
+        if not sources:
+            raise InvalidTopology(f"No source topics found for subtopology {s.subtopology_id}")
+        n = max(count(t) for t in sources)
+        for info in s.state_changelog_topics:
+            decided[info.name] = n
+    return decided
+
+
+def _repartition_counts(subs: tuple[Subtopology, ...], partitions: Mapping[str, int]) -> dict[str, int]:
+    counts = {t.name: t.partitions for s in subs for t in s.repartition_source_topics if t.partitions != 0}
+    while True:
+        needed = progress = False
+        for s in subs:
+            for sink in s.repartition_sink_topics:
+                if sink in counts:
+                    continue
+                candidates = [counts[t.name] for t in s.repartition_source_topics if t.name in counts]
+                candidates += [partitions[t] for t in s.source_topics if t in partitions]
+                if candidates:
+                    counts[sink] = max(candidates)
+                    progress = True
+                else:
+                    needed = True
+        if not needed:
+            break
+        if not progress:
+            raise InvalidTopology("Failed to compute number of partitions for all repartition topics. There may be "
+                                  "loops in the topology that cannot be resolved.")
+    for s in subs:
+        if any(t.name not in counts for t in s.repartition_source_topics):
+            raise InvalidTopology("Failed to compute number of partitions for all repartition topics, because a "
+                                  "repartition source topic is never used as a sink topic.")
+    return counts
+
+
+def _enforce_copartitioning(topics: set[str], fixed: set[str], flexible: set[str], count) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    if not topics:
+        return {}
+    repartition = {t: count(t) for t in topics if t in fixed or t in flexible}
+    external = {t: count(t) for t in topics if t not in repartition}
+    if set(repartition) == topics:
+        if fixed:
+            fixed_counts = {count(t) for t in fixed}
+            if len(fixed_counts) > 1:
+                raise _TopicConfiguration(INCORRECTLY_PARTITIONED_TOPICS, "Following topics do not have the same "
+                                          f"number of partitions: [{_java_map(repartition)}]")
+            n = fixed_counts.pop()
+        else:
+            n = max(repartition.values(), default=0)
+            if n == 0:
+                raise InvalidTopology("All topics in the copartition group had undefined partition number: "
+                                      f"[{', '.join(sorted(repartition))}]")
+    else:
+        if len(set(external.values())) > 1:
+            raise _TopicConfiguration(INCORRECTLY_PARTITIONED_TOPICS, "Following topics do not have the same number "
+                                      f"of partitions: [{_java_map(external)}]")
+        n = next(iter(external.values()))
+    for t, have in repartition.items():
+        if t in fixed and have != n:
+            raise _TopicConfiguration(INCORRECTLY_PARTITIONED_TOPICS, f"Number of partitions [{have}] of repartition "
+                                      f"topic [{t}] doesn't match number of partitions [{n}] of the source topic.")
+    return {t: n for t in repartition}
