@@ -528,3 +528,52 @@ def test_dump_log_segments_decodes_consumer_group_records(broker_factory, kafka_
     for member_id, m in d.members.items():
         current = [v for k, v in records["8"] if k["memberId"] == member_id][-1]
         assert current["memberEpoch"] == int(m.member_epoch)
+
+
+def test_dump_log_segments_decodes_streams_group_records(broker_factory, kafka_tools):
+    """The KIP-1071 records minikafka writes to __consumer_offsets (types 17, 19-23: group
+    metadata, member metadata, target assignment, current assignment, topology) in Kafka's
+    schemas: Kafka's --offsets-decoder reads every one, and the last ones hold the group as
+    StreamsGroupDescribe showed it."""
+    import json
+
+    from clients import create_topic
+    from rawclient import RawClient
+    from test_streams_protocol import FAST, Member, describe, new_id, until, word_count_topology
+
+    broker = broker_factory(overrides=FAST)
+    app, source = "dump-sg", "dump-sg-text"
+    create_topic(broker.bootstrap, source, 2)
+    with RawClient.connect(broker.bootstrap) as c:
+        a = Member(c, app, new_id(), "process-a")
+        until("tasks", lambda: a.beat(word_count_topology(app, source)), lambda r: bool(a.active and len(a.active) == 2))
+        d = describe(c, app)
+    assert broker.term() == 0, broker.log_tail()
+    off_logs = sorted(Path(broker.data_dir).glob("__consumer_offsets-*/*.log"))
+    off = kafka_tools.dump_log_segments([str(f) for f in off_logs], "--offsets-decoder")
+    assert off.returncode == 0 and "Exception" not in off.stderr, off.stderr[-3000:]
+    assert "isvalid: false" not in off.stdout and "invalid bytes" not in off.stdout
+    records: dict[str, list[tuple[dict, dict | None]]] = {}
+    for line in off.stdout.splitlines():
+        if f'"groupId":"{app}"' not in line:
+            continue
+        key = json.loads(line.split(" key: ", 1)[1].split(" payload: ", 1)[0])
+        payload = line.split(" payload: ", 1)[1].strip()
+        records.setdefault(key["type"], []).append((key["data"], None if payload == "<DELETE>" else
+                                                    json.loads(payload)["data"]))
+    assert set(records) >= {"17", "19", "20", "21", "22", "23"}, sorted(records)
+    group = records["17"][-1][1]
+    assert (group["epoch"], group["validatedTopologyEpoch"]) == (d.group_epoch, 0)
+    assert group["lastAssignmentConfigs"] == [{"key": "num.standby.replicas", "value": "0"}]
+    assert records["20"][-1][1]["assignmentEpoch"] == d.assignment_epoch
+    topology = records["23"][-1][1]
+    assert [s["subtopologyId"] for s in topology["subtopologies"]] == ["0", "1"]
+    assert topology["subtopologies"][1]["stateChangelogTopics"][0]["name"].endswith("-changelog")
+    member = [v for k, v in records["19"] if k["memberId"] == a.member_id][-1]
+    assert (member["processId"], member["topologyEpoch"]) == ("process-a", 0)
+    current = [v for k, v in records["22"] if k["memberId"] == a.member_id][-1]
+    assert current["memberEpoch"] == int(d.members[a.member_id].member_epoch)
+    assert sorted((t["subtopologyId"], tuple(t["partitions"])) for t in current["activeTasks"]) == \
+        [("0", (0, 1)), ("1", (0, 1))]
+    target = [v for k, v in records["21"] if k["memberId"] == a.member_id][-1]
+    assert sorted(t["subtopologyId"] for t in target["activeTasks"]) == ["0", "1"]

@@ -164,7 +164,7 @@ def validate(req: HeartbeatRequest) -> _Error | None:
         if req.rebalance_timeout_ms == -1:
             return _Error(invalid, "RebalanceTimeoutMs must be provided in first request.")
         for name, tasks in (("ActiveTasks", req.active), ("StandbyTasks", req.standby), ("WarmupTasks", req.warmup)):
-            if tasks:
+            if tasks is None or tasks:   # Kafka wants them present and empty
                 return _Error(invalid, f"{name} must be empty when (re-)joining.")
         if req.topology is None:
             return _Error(invalid, "Topology must be non-null when (re-)joining.")

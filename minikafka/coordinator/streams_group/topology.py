@@ -3,7 +3,7 @@ helpers RepartitionTopics, CopartitionedTopicsEnforcer, ChangelogTopics).
 
 Pure: (topology, topic name -> partition count) -> ConfiguredTopology. In order:
 
-1. every source topic that is not a repartition topic must exist, else MISSING_SOURCE_TOPICS
+1. every topic listed as a source topic must exist, else MISSING_SOURCE_TOPICS
    ("Source topics a, b are missing.") and the group stays NOT_READY;
 2. repartition topics get a partition count: the declared one, or the largest count among the
    sources of a subtopology that writes to them, iterated until nothing more can be decided;
@@ -119,7 +119,9 @@ def configure(topology: Topology, partitions: Mapping[str, int]) -> ConfiguredTo
 def _decide_partition_counts(topology: Topology, partitions: Mapping[str, int]) -> dict[str, int]:
     subs = topology.subtopologies
     repartition = {t.name for s in subs for t in s.repartition_source_topics}
-    missing = sorted({t for s in subs for t in s.source_topics if t not in repartition and t not in partitions})
+    # Every listed source topic must exist (Kafka's throwOnMissingSourceTopics): repartition
+    # topics are declared apart, in repartition_source_topics, and are not checked here.
+    missing = sorted({t for s in subs for t in s.source_topics if t not in partitions})
     if missing:
         raise _TopicConfiguration(MISSING_SOURCE_TOPICS, f"Source topics {summarize(missing)} are missing.")
     decided = _repartition_counts(subs, partitions)

@@ -1,0 +1,121 @@
+"""KIP-1071 with Kafka Streams 4.3.1 itself: two instances of an exactly_once_v2 word count
+(tests/compat/apps/StreamsWordCount.java) run with `group.protocol=streams`; the broker creates
+their repartition and changelog topics and the coordinator splits the tasks between them. One is
+killed with -9 while it works; the other takes over its tasks once its session expires. A
+read_committed reader of the output then sees every word's exact count (nothing lost, nothing
+counted twice), and at every StreamsGroupDescribe no task is active on two members. Issue 18,
+"How it is shown": a Kafka Streams 4.3 exactly_once_v2 app with group.protocol=streams gives
+exact counts. Runs against Apache Kafka 4.3.1 in conformance mode too.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from clients import create_topic, uniq
+from rawclient import RawClient
+from test_streams_protocol import FAST, Described, describe
+
+pytestmark = [pytest.mark.integration, pytest.mark.kafka_reference, pytest.mark.timeout(420)]
+
+REPO = Path(__file__).resolve().parents[2]
+APPS = REPO / "tests" / "compat" / "apps"
+FETCH_JARS = REPO / "bench" / "kafka" / "fetch-jars.sh"
+# The dead member's session (6 s) must pass before its tasks move, as in Kafka.
+SESSION = {**FAST, "group.streams.session.timeout.ms": "6000"}
+
+
+@pytest.fixture(scope="module")
+def streams_app() -> Any:
+    """The compat matrix's Streams helpers, with Kafka Streams' jars fetched (Maven) if missing."""
+    if shutil.which("java") is None:
+        pytest.skip("Kafka Streams needs Java 17+ (`java` not on PATH)")
+    sys.path.insert(0, str(APPS))
+    import app_support
+    import streams_eos
+
+    if not (app_support.LIBS / ".complete").is_file():
+        if shutil.which(os.environ.get("MVN", "mvn")) is None:
+            pytest.skip("Kafka Streams' jars are not cached and Maven (`mvn`) is not on PATH")
+        proc = subprocess.run([str(FETCH_JARS), "apps"], capture_output=True, text=True, timeout=900, check=False)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    return streams_eos, app_support
+
+
+def no_shared_tasks(d: Described) -> None:
+    shared = {t: o for t, o in d.active_owners().items() if len(o) > 1}
+    assert not shared, f"tasks active on two members at group epoch {d.group_epoch}: {shared}"
+
+
+def wait_for(raw: RawClient, group: str, cond: Any, what: str, procs: list[subprocess.Popen[bytes]],
+             timeout: float = 180.0) -> Described:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            d = describe(raw, group)
+        except AssertionError:   # GROUP_ID_NOT_FOUND until the first heartbeat
+            d = None
+        if d is not None:
+            no_shared_tasks(d)
+            if cond(d):
+                return d
+        dead = [p.args for p in procs if p.poll() is not None]
+        assert not dead, f"a Streams instance exited: {dead}"
+        assert time.monotonic() < deadline, f"{what}: not reached in {timeout}s; last {d}"
+        time.sleep(0.2)
+
+
+def test_kafka_streams_eos_word_count_with_the_streams_protocol(configured_broker: Any, streams_app: Any,
+                                                                tmp_path: Path) -> None:
+    streams_eos, app_support = streams_app
+    broker = configured_broker(overrides=SESSION)
+    prefix = uniq("ks")
+    text, counts_topic, app_id = f"{prefix}-text", f"{prefix}-counts", f"{prefix}-wc"
+    create_topic(broker.bootstrap, text, 4)
+    create_topic(broker.bootstrap, counts_topic, 4)
+    expected: collections.Counter[str] = collections.Counter()
+    streams_eos.produce_lines(broker.bootstrap, text, 0, 300, expected)
+
+    def start(i: int) -> subprocess.Popen[bytes]:
+        state = tmp_path / f"state-{i}"
+        state.mkdir(exist_ok=True)
+        return app_support.java(str(APPS / "StreamsWordCount.java"), broker.bootstrap, prefix, str(state), "streams",
+                                log=tmp_path / f"app-{i}.log")
+
+    procs = [start(0), start(1)]
+    try:
+        with RawClient.connect(broker.bootstrap) as raw:
+            # Two members, each with its share of the 8 active tasks (2 subtopologies x 4).
+            d = wait_for(raw, app_id, lambda d: d.state == "Stable" and len(d.members) == 2
+                         and len(d.active_owners()) == 8, "two Streams members stable", procs)
+            shares = sorted(sum(len(t.partitions) for t in m.assignment.active_tasks) for m in d.members.values())
+            assert shares == [4, 4], shares
+            # Kill one while it is counting.
+            end = time.monotonic() + 120
+            while not any(app_support.watermarks(broker.bootstrap, counts_topic, p)[1] > 0 for p in range(4)):
+                assert time.monotonic() < end, "no output from the Streams app"
+                time.sleep(0.2)
+            procs[0].send_signal(signal.SIGKILL)
+            procs[0].wait(30)
+            streams_eos.produce_lines(broker.bootstrap, text, 300, 300, expected)
+            wait_for(raw, app_id, lambda d: d.state == "Stable" and len(d.members) == 1
+                     and len(d.active_owners()) == 8, "the survivor owns every task", procs[1:])
+        got = streams_eos.committed_counts(broker.bootstrap, counts_topic, expected, 150)
+        wrong = {w: (got.get(w), n) for w, n in expected.items() if got.get(w) != n}
+        assert not wrong, f"counts (seen, expected) differ after kill -9: {dict(sorted(wrong.items())[:4])}"
+    finally:
+        for p in procs:
+            app_support.stop(p)
+        for i in range(2):
+            log = tmp_path / f"app-{i}.log"
+            if log.exists() and "ERROR" in log.read_text(errors="replace"):
+                print(f"--- app-{i}.log ---\n" + log.read_text(errors="replace")[-4000:])
