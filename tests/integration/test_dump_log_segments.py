@@ -479,13 +479,31 @@ def test_dump_log_segments_reads_markers_and_internal_topics(broker_factory, kaf
     check_transactional_files(kafka_tools, Path(broker.data_dir), committed)
 
 
+def decoded_group_records(kafka_tools, data_dir, group: str) -> dict[str, list[tuple[dict, dict | None]]]:
+    """Kafka's --offsets-decoder over every __consumer_offsets segment: the group's records by
+    type, as (key data, value data or None for a tombstone), in log order."""
+    import json
+
+    off_logs = sorted(Path(data_dir).glob("__consumer_offsets-*/*.log"))
+    off = kafka_tools.dump_log_segments([str(f) for f in off_logs], "--offsets-decoder")
+    assert off.returncode == 0 and "Exception" not in off.stderr, off.stderr[-3000:]
+    assert "isvalid: false" not in off.stdout and "invalid bytes" not in off.stdout
+    records: dict[str, list[tuple[dict, dict | None]]] = {}
+    for line in off.stdout.splitlines():
+        if f'"groupId":"{group}"' not in line:
+            continue
+        key = json.loads(line.split(" key: ", 1)[1].split(" payload: ", 1)[0])
+        payload = line.split(" payload: ", 1)[1].strip()
+        records.setdefault(key["type"], []).append((key["data"], None if payload == "<DELETE>" else
+                                                    json.loads(payload)["data"]))
+    return records
+
+
 def test_dump_log_segments_decodes_consumer_group_records(broker_factory, kafka_tools):
     """The KIP-848 records minikafka writes to __consumer_offsets (types 3, 5-8 and 16: group epoch,
     member metadata, target assignment, current assignment, resolved regex) in Kafka's schemas:
     Kafka's --offsets-decoder reads every one, and the last ones hold the group as minikafka last
     described it."""
-    import json
-
     from clients import create_topic
     from kio.schema.consumer_group_heartbeat.v1.request import TopicPartitions as HeartbeatTopicPartitions
     from rawclient import RawClient
@@ -505,18 +523,7 @@ def test_dump_log_segments_decodes_consumer_group_records(broker_factory, kafka_
                                          for t in owned)).error_code) == 0
         d = describe(c, group)
     assert broker.term() == 0, broker.log_tail()
-    off_logs = sorted(Path(broker.data_dir).glob("__consumer_offsets-*/*.log"))
-    off = kafka_tools.dump_log_segments([str(f) for f in off_logs], "--offsets-decoder")
-    assert off.returncode == 0 and "Exception" not in off.stderr, off.stderr[-3000:]
-    assert "isvalid: false" not in off.stdout and "invalid bytes" not in off.stdout
-    records: dict[str, list[tuple[dict, dict | None]]] = {}
-    for line in off.stdout.splitlines():
-        if f'"groupId":"{group}"' not in line:
-            continue
-        key = json.loads(line.split(" key: ", 1)[1].split(" payload: ", 1)[0])
-        payload = line.split(" payload: ", 1)[1].strip()
-        records.setdefault(key["type"], []).append((key["data"], None if payload == "<DELETE>" else
-                                                    json.loads(payload)["data"]))
+    records = decoded_group_records(kafka_tools, broker.data_dir, group)
     assert set(records) >= {"3", "5", "6", "7", "8", "16"}, sorted(records)
     assert records["3"][-1][1]["epoch"] == d.group_epoch
     assert records["6"][-1][1]["assignmentEpoch"] == d.assignment_epoch
@@ -535,8 +542,6 @@ def test_dump_log_segments_decodes_streams_group_records(broker_factory, kafka_t
     metadata, member metadata, target assignment, current assignment, topology) in Kafka's
     schemas: Kafka's --offsets-decoder reads every one, and the last ones hold the group as
     StreamsGroupDescribe showed it."""
-    import json
-
     from clients import create_topic
     from rawclient import RawClient
     from test_streams_protocol import FAST, Member, describe, new_id, until, word_count_topology
@@ -549,18 +554,7 @@ def test_dump_log_segments_decodes_streams_group_records(broker_factory, kafka_t
         until("tasks", lambda: a.beat(word_count_topology(app, source)), lambda r: bool(a.active and len(a.active) == 2))
         d = describe(c, app)
     assert broker.term() == 0, broker.log_tail()
-    off_logs = sorted(Path(broker.data_dir).glob("__consumer_offsets-*/*.log"))
-    off = kafka_tools.dump_log_segments([str(f) for f in off_logs], "--offsets-decoder")
-    assert off.returncode == 0 and "Exception" not in off.stderr, off.stderr[-3000:]
-    assert "isvalid: false" not in off.stdout and "invalid bytes" not in off.stdout
-    records: dict[str, list[tuple[dict, dict | None]]] = {}
-    for line in off.stdout.splitlines():
-        if f'"groupId":"{app}"' not in line:
-            continue
-        key = json.loads(line.split(" key: ", 1)[1].split(" payload: ", 1)[0])
-        payload = line.split(" payload: ", 1)[1].strip()
-        records.setdefault(key["type"], []).append((key["data"], None if payload == "<DELETE>" else
-                                                    json.loads(payload)["data"]))
+    records = decoded_group_records(kafka_tools, broker.data_dir, app)
     assert set(records) >= {"17", "19", "20", "21", "22", "23"}, sorted(records)
     group = records["17"][-1][1]
     assert (group["epoch"], group["validatedTopologyEpoch"]) == (d.group_epoch, 0)
