@@ -213,9 +213,9 @@ def _check_epoch(member: StreamsGroupMember, received: int, owned: TasksTuple | 
                      f"rejoin.")
     if received < member.member_epoch:
         a = member.assigned
-        # Null owned tasks count as contained (Kafka's areOwnedTasksContained* accept null).
-        contained = owned is None or (owned.active <= a.active and owned.standby <= a.standby
-                                      and owned.warmup <= a.warmup)
+        # Null owned tasks prove nothing (Kafka's areOwnedTasksContained* answer false).
+        contained = owned is not None and (owned.active <= a.active and owned.standby <= a.standby
+                                           and owned.warmup <= a.warmup)
         if received != member.previous_member_epoch or not contained:
             raise _Error(ErrorCode.fenced_member_epoch,
                          f"The streams group member has a smaller member epoch ({received}) than the one known by "
@@ -276,12 +276,18 @@ def _topology_from_request(d: _Draft, req: HeartbeatRequest, status: list[tuple[
             return req.topology
         if group.topology.epoch > req.topology.epoch:
             return group.topology
-        if group.topology != req.topology:
+        if not same_topology(group.topology, req.topology):
             raise _Error(ErrorCode.invalid_request, "Topology updates are not supported yet.")
         return group.topology
     if group.topology is None:
         raise _Error(ErrorCode.unknown_server_error, "The topology is null and the group topology is also null.")
     return group.topology
+
+
+def same_topology(a: Topology, b: Topology) -> bool:
+    """Kafka's StreamsTopology.equals: the epoch and the subtopologies by id (their order aside)."""
+    return a.epoch == b.epoch and ({s.subtopology_id: s for s in a.subtopologies}
+                                   == {s.subtopology_id: s for s in b.subtopologies})
 
 
 def _heartbeat(group: StreamsGroup | None, req: HeartbeatRequest, cfg: StreamsGroupConfig, topics: Topics,
@@ -380,7 +386,10 @@ def _heartbeat(group: StreamsGroup | None, req: HeartbeatRequest, cfg: StreamsGr
         d.group = replace(d.group, shutdown_request_member_id=req.member_id)
 
     # the answer
-    tasks_changed = (reconciled.assigned != member.assigned or reconciled.active_epochs != member.active_epochs)
+    # Kafka's hasAssignedTasksChanged: the assigned tasks and their epochs (not those being revoked).
+    tasks_changed = (reconciled.assigned != member.assigned
+                     or {t: reconciled.active_epochs.get(t) for t in reconciled.assigned.active}
+                     != {t: member.active_epochs.get(t) for t in member.assigned.active})
     tasks = None
     if joining or tasks_changed:
         tasks = reconciled.assigned
@@ -455,9 +464,11 @@ def _reconcile(group: StreamsGroup, member: StreamsGroupMember, target_epoch: in
                owned: TasksTuple | None) -> StreamsGroupMember:
     if member.state is MemberState.STABLE and member.member_epoch == target_epoch:
         return member
+    # Every member's recorded tasks, the member's own included, as Kafka's task -> process maps:
+    # a task its own process still holds in another role is not given yet either.
     process_of = {mid: m.process_id for mid, m in group.members.items()}
-    active = {t: process_of[mid] for t, mid in group.active_owners(excluding=member.member_id).items()}
-    standby = {t: {process_of[mid] for mid in mids} for t, mids in group.standby_owners(member.member_id).items()}
+    active = {t: process_of[mid] for t, mid in group.active_owners().items()}
+    standby = {t: {process_of[mid] for mid in mids} for t, mids in group.standby_owners().items()}
     try:
         return reconcile(member, target_epoch, target, active, standby, owned)
     except UnknownMemberState as exc:
@@ -491,21 +502,22 @@ def endpoint_partitions(group: StreamsGroup, updated: StreamsGroupMember, topics
 
 # ------------------------------------------------------------------------------------- leaving
 def fence(group: StreamsGroup, member_ids: Sequence[str]) -> tuple[StreamsGroup, list[rec.Record]]:
-    """Kafka's streamsGroupFenceMember: the members' records go and the group epoch is bumped
-    (the next heartbeat computes the new target)."""
+    """Kafka's streamsGroupFenceMember, once per member (Kafka fences each in its own timer
+    operation): the member's records go and the group epoch is bumped (the next heartbeat
+    computes the new target)."""
     d = _Draft(group)
     for mid in member_ids:
         if mid in d.group.members:
             d.remove_member(mid)
-    d.bump(group.metadata_hash, group.validated_topology_epoch, group.last_assignment_configs)
+            d.bump(group.metadata_hash, group.validated_topology_epoch, group.last_assignment_configs)
     if not d.group.members:
         d.group = replace(d.group, shutdown_request_member_id=None)
     return d.group, d.records
 
 
 def _leave(group: StreamsGroup | None, req: HeartbeatRequest) -> Outcome:
-    if group is None:
-        raise _Error(ErrorCode.group_id_not_found, f"Streams group {req.group_id} not found.")
+    if group is None:   # Kafka's streamsGroup(groupId), not getStreamsGroupOrThrow: another message
+        raise _Error(ErrorCode.group_id_not_found, f"Group {req.group_id} not found.")
     if req.member_id not in group.members:
         raise _Error(ErrorCode.unknown_member_id, f"Member {req.member_id} is not a member of group {group.group_id}.")
     if req.shutdown_application:

@@ -46,8 +46,9 @@ def reconcile(member: StreamsGroupMember, target_epoch: int, target: TasksTuple,
               active_owner_process: Mapping[TaskId, str], standby_processes: Mapping[TaskId, set[str]],
               owned: TasksTuple | None) -> StreamsGroupMember:
     """`active_owner_process`: task -> the process of the member that owns it actively (assigned or
-    pending revocation), other members only; `standby_processes`: task -> processes holding it as
-    standby or warm-up, other members only. `owned`: what the heartbeat reported (None: unchanged)."""
+    pending revocation); `standby_processes`: task -> processes holding it as standby or warm-up;
+    every member's recorded tasks, this member's included (Kafka's task -> process maps). `owned`:
+    what the heartbeat reported (None: unchanged)."""
     state = member.state
     if state is MemberState.STABLE:
         if member.member_epoch == target_epoch:

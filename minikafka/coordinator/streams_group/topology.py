@@ -73,6 +73,30 @@ def source_topic_subtopologies(topology: Topology) -> dict[str, str]:
     return out
 
 
+def java_string_hash(s: str) -> int:
+    """java.lang.String.hashCode (over UTF-16 code units, int arithmetic)."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h
+
+
+def java_hash_order(keys: list[str]) -> list[str]:
+    """The iteration order of a java.util.HashMap the keys were put into in this order: by bucket
+    (the spread hash masked by the table size, which doubles past 3/4 full from 16), then, in one
+    bucket, in insertion order."""
+    size = 16
+    while len(keys) > size * 3 // 4:
+        size *= 2
+
+    def bucket(k: str) -> int:
+        h = java_string_hash(k)
+        return (h ^ (h >> 16)) & (size - 1)
+
+    return [k for _i, k in sorted(enumerate(keys), key=lambda e: (bucket(e[1]), e[0]))]
+
+
 def _java_map(counts: Mapping[str, int]) -> str:
     """A TreeMap's toString, as Kafka's messages print one."""
     return "{" + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) + "}"
@@ -94,10 +118,14 @@ def configure(topology: Topology, partitions: Mapping[str, int]) -> ConfiguredTo
         task_counts[s.subtopology_id] = max(count(t) for t in sources)
 
     to_create: dict[str, TopicInfo] = {}
-    for s in topology.subtopologies:
-        for info in (*s.repartition_source_topics, *s.state_changelog_topics):
-            n = info.partitions or decided[info.name]
-            to_create[info.name] = TopicInfo(info.name, n, info.replication_factor, info.configs)
+    for s in sorted(topology.subtopologies, key=lambda s: s.subtopology_id):
+        for infos in (s.repartition_source_topics, s.state_changelog_topics):
+            by_name = {info.name: info for info in infos}
+            for name in java_hash_order(list(by_name)):
+                info = by_name[name]
+                to_create[name] = TopicInfo(name, info.partitions or decided[name], info.replication_factor,
+                                            info.configs)
+    inserted = list(to_create)
     for name in sorted(required_topics(topology)):
         if name in partitions and name in to_create:
             expected = to_create.pop(name).partitions
@@ -106,7 +134,8 @@ def configure(topology: Topology, partitions: Mapping[str, int]) -> ConfiguredTo
                     INCORRECTLY_PARTITIONED_TOPICS,
                     f"Existing topic {name} has different number of partitions: expected {expected}, "
                     f"found {partitions[name]}"))
-    missing = tuple(to_create[name] for name in sorted(to_create))
+    # Kafka collects them in a java.util.HashMap and names them in its order.
+    missing = tuple(to_create[name] for name in java_hash_order(inserted) if name in to_create)
     error = None
     if missing:
         error = (MISSING_INTERNAL_TOPICS, "Internal topics are missing: " + summarize([t.name for t in missing]))
