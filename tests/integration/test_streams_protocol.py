@@ -366,3 +366,60 @@ def test_the_group_survives_a_broker_restart(broker: Any, raw: RawClient) -> Non
         # The member carries on at its epoch after the restart.
         a.c = again
         assert int(a.beat().member_epoch) == before.assignment_epoch
+
+
+def test_streams_version_feature_turns_the_protocol_on_and_off(broker: Any, broker_factory: Any) -> None:
+    """streams.version is finalized at 1 (Kafka 4.3's default) and advertised; at 0 (the broker
+    property, as `kafka-storage format --feature streams.version=0` sets Kafka's) the protocol's
+    APIs answer UNSUPPORTED_VERSION, as Kafka's do."""
+    from kio.schema.api_versions.v4.request import ApiVersionsRequest
+
+    def features(bootstrap: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        with RawClient.connect(bootstrap) as c:
+            resp = c.request(ApiVersionsRequest(client_software_name="rawclient", client_software_version="1"), 4)
+        return ({f.name: (f.min_version, f.max_version) for f in resp.supported_features},
+                {f.name: (f.min_version_level, f.max_version_level) for f in resp.finalized_features})
+
+    supported, finalized = features(broker.bootstrap)
+    assert supported["streams.version"] == (0, 1) and finalized["streams.version"] == (1, 1)
+    off = broker_factory(overrides={"streams.version": "0"})
+    supported, finalized = features(off.bootstrap)
+    assert supported["streams.version"] == (0, 1) and "streams.version" not in finalized
+    with RawClient.connect(off.bootstrap) as c:
+        assert int(heartbeat(c, "g", new_id(), 0, topology=word_count_topology("g", "t")).error_code) == 35
+        g = c.request(StreamsGroupDescribeRequest(group_ids=("g",), include_authorized_operations=False), 0).groups[0]
+        assert int(g.error_code) == 35
+
+
+def test_other_protocols_cannot_join_a_streams_group(broker: Any, raw: RawClient) -> None:
+    """A streams group id is not a consumer group's (ConsumerGroupHeartbeat: GROUP_ID_NOT_FOUND)
+    nor a classic group's (JoinGroup: INCONSISTENT_GROUP_PROTOCOL); a consumer group's id is not a streams group's. Once the streams group is empty and
+    deleted, the id is free again."""
+    from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
+    from kio.schema.join_group.v9.request import JoinGroupRequest, JoinGroupRequestProtocol
+    from test_consumer_protocol import heartbeat as consumer_heartbeat
+
+    app, source = uniq("sx"), uniq("stext")
+    create_topic(broker.bootstrap, source, 1)
+    a = Member(raw, app, new_id(), "p")
+    a.beat(word_count_topology(app, source))
+    consumer = consumer_heartbeat(raw, app, new_id(), 0, topics=(source,))
+    assert (int(consumer.error_code), consumer.error_message) == (GROUP_ID_NOT_FOUND,
+                                                                  f"Group {app} is not a consumer group.")
+    join = raw.request(JoinGroupRequest(group_id=app, session_timeout=ms(10_000), rebalance_timeout=ms(10_000),
+                                        member_id="", group_instance_id=None, protocol_type="consumer",
+                                        protocols=(JoinGroupRequestProtocol(name="range", metadata=b""),),
+                                        reason=None), 9)
+    assert (int(join.error_code), join.member_id) == (23, "")   # INCONSISTENT_GROUP_PROTOCOL
+    deleted = raw.request(DeleteGroupsRequest(groups_names=(app,)), 2).results[0]
+    assert int(deleted.error_code) == 68   # NON_EMPTY_GROUP
+    assert int(heartbeat(raw, app, a.member_id, -1).error_code) == NONE
+    deleted = raw.request(DeleteGroupsRequest(groups_names=(app,)), 2).results[0]
+    assert int(deleted.error_code) == NONE
+    g = raw.request(StreamsGroupDescribeRequest(group_ids=(app,), include_authorized_operations=False), 0).groups[0]
+    assert int(g.error_code) == GROUP_ID_NOT_FOUND
+
+    cg = uniq("scg")
+    assert int(consumer_heartbeat(raw, cg, new_id(), 0, topics=(source,)).error_code) == NONE
+    resp = heartbeat(raw, cg, new_id(), 0, topology=word_count_topology(cg, source), process_id="p")
+    assert (int(resp.error_code), resp.error_message) == (GROUP_ID_NOT_FOUND, f"Group {cg} is not a streams group.")

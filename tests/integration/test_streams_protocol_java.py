@@ -5,7 +5,9 @@ killed with -9 while it works; the other takes over its tasks once its session e
 read_committed reader of the output then sees every word's exact count (nothing lost, nothing
 counted twice), and at every StreamsGroupDescribe no task is active on two members. Issue 18,
 "How it is shown": a Kafka Streams 4.3 exactly_once_v2 app with group.protocol=streams gives
-exact counts. Runs against Apache Kafka 4.3.1 in conformance mode too.
+exact counts. Kafka's own `kafka-streams-groups.sh` (StreamsGroupCommand) describes the members
+and, once the application stopped, deletes the group with its internal topics. Runs against
+Apache Kafka 4.3.1 in conformance mode too.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 import pytest
 from clients import create_topic, uniq
 from rawclient import RawClient
+from confluent_kafka.admin import AdminClient
 from test_streams_protocol import FAST, Described, describe
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_reference, pytest.mark.timeout(420)]
@@ -32,6 +35,7 @@ APPS = REPO / "tests" / "compat" / "apps"
 FETCH_JARS = REPO / "bench" / "kafka" / "fetch-jars.sh"
 # The dead member's session (6 s) must pass before its tasks move, as in Kafka.
 SESSION = {**FAST, "group.streams.session.timeout.ms": "6000"}
+STREAMS_GROUPS_TOOL = "org.apache.kafka.tools.streams.StreamsGroupCommand"
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +43,9 @@ def streams_app() -> Any:
     """The compat matrix's Streams helpers, with Kafka Streams' jars fetched (Maven) if missing."""
     if shutil.which("java") is None:
         pytest.skip("Kafka Streams needs Java 17+ (`java` not on PATH)")
+    import kafka_ref
+
+    kafka_ref.jars_or_skip("kafka-streams-groups.sh")
     sys.path.insert(0, str(APPS))
     import app_support
     import streams_eos
@@ -48,7 +55,7 @@ def streams_app() -> Any:
             pytest.skip("Kafka Streams' jars are not cached and Maven (`mvn`) is not on PATH")
         proc = subprocess.run([str(FETCH_JARS), "apps"], capture_output=True, text=True, timeout=900, check=False)
         assert proc.returncode == 0, proc.stderr[-3000:]
-    return streams_eos, app_support
+    return streams_eos, app_support, kafka_ref
 
 
 def no_shared_tasks(d: Described) -> None:
@@ -76,7 +83,7 @@ def wait_for(raw: RawClient, group: str, cond: Any, what: str, procs: list[subpr
 
 def test_kafka_streams_eos_word_count_with_the_streams_protocol(configured_broker: Any, streams_app: Any,
                                                                 tmp_path: Path) -> None:
-    streams_eos, app_support = streams_app
+    streams_eos, app_support, kafka_ref = streams_app
     broker = configured_broker(overrides=SESSION)
     prefix = uniq("ks")
     text, counts_topic, app_id = f"{prefix}-text", f"{prefix}-counts", f"{prefix}-wc"
@@ -99,6 +106,11 @@ def test_kafka_streams_eos_word_count_with_the_streams_protocol(configured_broke
                          and len(d.active_owners()) == 8, "two Streams members stable", procs)
             shares = sorted(sum(len(t.partitions) for t in m.assignment.active_tasks) for m in d.members.values())
             assert shares == [4, 4], shares
+            tool = kafka_ref.kafka_tool(STREAMS_GROUPS_TOOL, "--bootstrap-server", broker.bootstrap, "--describe",
+                                        "--group", app_id, "--members")
+            assert tool.returncode == 0, tool.stderr[-2000:]
+            rows = [line.split() for line in tool.stdout.splitlines() if line.startswith(app_id)]
+            assert {r[1] for r in rows} == set(d.members) and all("ACTIVE:" in r for r in rows), tool.stdout
             # Kill one while it is counting.
             end = time.monotonic() + 120
             while not any(app_support.watermarks(broker.bootstrap, counts_topic, p)[1] > 0 for p in range(4)):
@@ -112,6 +124,22 @@ def test_kafka_streams_eos_word_count_with_the_streams_protocol(configured_broke
         got = streams_eos.committed_counts(broker.bootstrap, counts_topic, expected, 150)
         wrong = {w: (got.get(w), n) for w, n in expected.items() if got.get(w) != n}
         assert not wrong, f"counts (seen, expected) differ after kill -9: {dict(sorted(wrong.items())[:4])}"
+
+        # Stopped (SIGTERM: Streams leaves the group), the group is Empty and the tool deletes it
+        # with the internal topics the broker created for it.
+        app_support.stop(procs[1])
+        with RawClient.connect(broker.bootstrap) as raw:
+            wait_for(raw, app_id, lambda d: d.state == "Empty", "the group empty", [])
+        tool = kafka_ref.kafka_tool(STREAMS_GROUPS_TOOL, "--bootstrap-server", broker.bootstrap, "--delete",
+                                    "--group", app_id, "--delete-all-internal-topics")
+        assert tool.returncode == 0 and "was successful" in tool.stdout, tool.stdout + tool.stderr[-2000:]
+        listed = kafka_ref.kafka_tool(STREAMS_GROUPS_TOOL, "--bootstrap-server", broker.bootstrap, "--list")
+        assert app_id not in listed.stdout.split()
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        end = time.monotonic() + 30
+        while any(t.startswith(f"{app_id}-") for t in admin.list_topics(timeout=10).topics):
+            assert time.monotonic() < end, "internal topics left after --delete-all-internal-topics"
+            time.sleep(0.2)
     finally:
         for p in procs:
             app_support.stop(p)

@@ -336,8 +336,7 @@ class GroupCoordinator:
         if self._closed:
             return JoinResult(error=ErrorCode.not_coordinator, member_id=req.member_id)
         if self.streams.owns(req.group_id) and not self.streams.is_empty(req.group_id):
-            # Kafka: "Group ... is not a classic group", answered UNKNOWN_MEMBER_ID.
-            return JoinResult(error=ErrorCode.unknown_member_id, member_id=req.member_id)
+            return JoinResult(error=ErrorCode.inconsistent_group_protocol, member_id="")  # Kafka's classicGroupJoin
         if self._modern_room(req.group_id) is not None:
             if self._is_consumer_group(req.group_id) and not self.consumer.is_empty(req.group_id):
                 return await self._classic_join_to_consumer_group(req, now_ms)
