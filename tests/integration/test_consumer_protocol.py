@@ -412,18 +412,20 @@ def test_classic_apis_see_a_consumer_group_as_kafka_shows_it(broker: Any, raw: R
     assert group not in {g.group_id for g in classic_only}
 
 
+def features(bootstrap: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """ApiVersions' (supported, finalized) features: name -> (min, max)."""
+    from kio.schema.api_versions.v4.request import ApiVersionsRequest
+
+    with RawClient.connect(bootstrap) as c:
+        resp = c.request(ApiVersionsRequest(client_software_name="rawclient", client_software_version="1"), 4)
+    return ({f.name: (f.min_version, f.max_version) for f in resp.supported_features},
+            {f.name: (f.min_version_level, f.max_version_level) for f in resp.finalized_features})
+
+
 def test_group_version_feature_turns_the_protocol_on_and_off(broker: Any, broker_factory: Any) -> None:
     """group.version is finalized at 1 (Kafka 4.x's default) and advertised; at 0 (minikafka's
     broker property, as `kafka-storage format --feature group.version=0` sets Kafka's) it is not
     finalized and the protocol's APIs answer UNSUPPORTED_VERSION, as Kafka's do."""
-    from kio.schema.api_versions.v4.request import ApiVersionsRequest
-
-    def features(bootstrap: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        with RawClient.connect(bootstrap) as c:
-            resp = c.request(ApiVersionsRequest(client_software_name="rawclient", client_software_version="1"), 4)
-        return ({f.name: (f.min_version, f.max_version) for f in resp.supported_features},
-                {f.name: (f.min_version_level, f.max_version_level) for f in resp.finalized_features})
-
     supported, finalized = features(broker.bootstrap)
     assert supported["group.version"] == (0, 1) and finalized["group.version"] == (1, 1)
     off = broker_factory(overrides={"group.version": "0"})

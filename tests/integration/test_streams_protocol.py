@@ -372,13 +372,7 @@ def test_streams_version_feature_turns_the_protocol_on_and_off(broker: Any, brok
     """streams.version is finalized at 1 (Kafka 4.3's default) and advertised; at 0 (the broker
     property, as `kafka-storage format --feature streams.version=0` sets Kafka's) the protocol's
     APIs answer UNSUPPORTED_VERSION, as Kafka's do."""
-    from kio.schema.api_versions.v4.request import ApiVersionsRequest
-
-    def features(bootstrap: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        with RawClient.connect(bootstrap) as c:
-            resp = c.request(ApiVersionsRequest(client_software_name="rawclient", client_software_version="1"), 4)
-        return ({f.name: (f.min_version, f.max_version) for f in resp.supported_features},
-                {f.name: (f.min_version_level, f.max_version_level) for f in resp.finalized_features})
+    from test_consumer_protocol import features
 
     supported, finalized = features(broker.bootstrap)
     assert supported["streams.version"] == (0, 1) and finalized["streams.version"] == (1, 1)
