@@ -38,7 +38,7 @@ SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
     3: VersionRange(0, 13),    # Metadata; v13 (KIP-1102) adds a top-level error code
     8: VersionRange(2, 10),    # OffsetCommit; v10 names topics by id only (see BY_NAME_UNTIL)
     9: VersionRange(1, 10),    # OffsetFetch; v10 names topics by id only (see BY_NAME_UNTIL)
-    10: VersionRange(0, 4),    # FindCoordinator
+    10: VersionRange(0, 6),    # FindCoordinator; v5 (KIP-890) and v6 (KIP-932 share keys) keep v4's shape
     11: VersionRange(2, 9),    # JoinGroup
     12: VersionRange(0, 4),    # Heartbeat
     13: VersionRange(0, 5),    # LeaveGroup

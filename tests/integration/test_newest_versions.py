@@ -1,11 +1,12 @@
-"""The newest versions of three admin APIs, as Kafka 4.3.1 answers them (issue 18, item 3), over
+"""The newest versions of four APIs, as Kafka 4.3.1 answers them (issue 18, item 3), over
 the raw protocol; the same assertions pass against Apache Kafka in conformance mode:
 
 - DescribeGroups v6 (KIP-1043): a group that does not exist, the empty id too, is Dead with
   GROUP_ID_NOT_FOUND and "Group <id> not found."; up to v5 it is Dead with no error;
 - DescribeCluster v2: include_fenced_brokers, and the one broker is not fenced;
 - ListTransactions v2 (KIP-1152): a Java regular expression that must match the whole
-  transactional id; one that does not compile is INVALID_REGULAR_EXPRESSION.
+  transactional id; one that does not compile is INVALID_REGULAR_EXPRESSION;
+- FindCoordinator v5-6: v4's shape; a share-group key before v6 is INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -93,3 +94,27 @@ def test_list_transactions_v2_filters_by_a_whole_id_pattern(kafka_broker) -> Non
             assert listed("(") == (INVALID_REGULAR_EXPRESSION, False)
     finally:
         p.abort_transaction(60)
+
+
+def test_find_coordinator_v5_v6_find_groups_and_transactions(kafka_broker) -> None:
+    """FindCoordinator v5 (KIP-890) and v6 (KIP-932) keep v4's shape: a group or transactional id
+    finds this node; a share-group key (type 2) before v6 is INVALID_REQUEST, as Kafka checks."""
+    from conftest import conformance_mode
+
+    with RawClient.connect(kafka_broker.bootstrap) as c:
+        for version in (5, 6):
+            for key_type, key in ((0, uniq("fc-group")), (1, uniq("fc-txn"))):
+                def find() -> Any:
+                    return c.request(_request(10, version, key_type=key_type, coordinator_keys=(key,)), version)
+                deadline = time.monotonic() + 30
+                got = find().coordinators[0]
+                while int(got.error_code) == 15 and time.monotonic() < deadline:   # the topic is being made
+                    time.sleep(0.2)
+                    got = find().coordinators[0]
+                assert (got.key, int(got.error_code), got.port) == (key, 0, kafka_broker.port), (version, got)
+        early = c.request(_request(10, 5, key_type=2, coordinator_keys=("g:t:0",)), 5).coordinators[0]
+        assert int(early.error_code) == 42   # INVALID_REQUEST
+        if not conformance_mode():
+            # No share coordinator until share groups are served (issue 23); Kafka 4.3 has one.
+            share = c.request(_request(10, 6, key_type=2, coordinator_keys=("g:t:0",)), 6).coordinators[0]
+            assert int(share.error_code) == 15   # COORDINATOR_NOT_AVAILABLE

@@ -21,7 +21,8 @@ from minikafka.protocol.types import ZERO_MS
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
-KNOWN_KEY_TYPES = frozenset({0, 1, 2})  # group, transaction, share (KIP-932)
+KEY_TYPE_SHARE = 2  # KIP-932: no share coordinator here (issue 23): COORDINATOR_NOT_AVAILABLE
+KNOWN_KEY_TYPES = frozenset({KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE})
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +35,8 @@ class FindCoordinatorHandler:
     async def __call__(self, ctx: RequestContext, req: Any) -> messages.FindCoordinatorResponse:
         now_ms = self.svc.clock.now_ms()
         prepare = self.coordinators.get(req.key_type)
-        if req.key_type not in KNOWN_KEY_TYPES:
-            code = ErrorCode.invalid_request
+        if req.key_type not in KNOWN_KEY_TYPES or (req.key_type == KEY_TYPE_SHARE and ctx.api_version < 6):
+            code = ErrorCode.invalid_request   # share keys came with v6 (KIP-932), as Kafka checks
         elif prepare is None:
             code = ErrorCode.coordinator_not_available
         else:
