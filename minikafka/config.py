@@ -89,6 +89,8 @@ PROPS: tuple[Prop, ...] = (
     Prop("auto.create.topics.enable", _bool, True),
     Prop("delete.topic.enable", _bool, True),
     Prop("log.segment.bytes", _int, 1073741824, _ge(14)),
+    # Incremental fetch sessions (KIP-227): how many the broker keeps; 0 turns them off.
+    Prop("max.incremental.fetch.session.cache.slots", _int, 1000, _ge(0)),
     Prop("log.roll.ms", _opt_int, None, _ge(1)),
     Prop("log.roll.hours", _int, 168, _ge(1)),
     Prop("log.retention.ms", _opt_int, None),

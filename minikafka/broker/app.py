@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping
 import structlog
 
 from minikafka.broker.dispatch import HandlerRegistry
+from minikafka.broker.fetch_sessions import FetchSessionCache
 from minikafka.broker.group_log import build_group_coordinator
 from minikafka.broker.handlers import default_handlers
 from minikafka.broker.handlers.write_txn_markers import LocalMarkerWriter
@@ -96,6 +97,7 @@ class Broker:
         self.services.groups = self.groups
         self.services.group_configs = DynamicConfigStore(config.data_dir / GROUP_CONFIGS_FILE)
         self.services.features = load_features(config, DynamicConfigStore(config.data_dir / FEATURES_FILE))
+        self.services.fetch_sessions = FetchSessionCache(int(config["max.incremental.fetch.session.cache.slots"]))
         # A group's consumer.* configs override the broker's group.consumer.* defaults.
         self.groups.consumer.group_overrides = self.services.group_configs.get
         self.groups.streams.group_overrides = self.services.group_configs.get

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from minikafka.broker.fetch_sessions import FetchSessionCache
 from minikafka.broker.purgatory import FetchPurgatory
 from minikafka.broker_config import with_dynamic
 from minikafka.clock import Clock
@@ -40,6 +41,7 @@ class BrokerServices:
     txn_topic: RecordLog | None = None  # __transaction_state (set by app.py)
     group_configs: DynamicConfigStore | None = None  # GROUP config resources (set by app.py)
     features: Features | None = None  # finalized feature levels, kafka-features.sh (set by app.py)
+    fetch_sessions: FetchSessionCache | None = None  # KIP-227 incremental fetch sessions (set by app.py)
     broker_configs: DynamicConfigStore | None = None  # dynamic BROKER configs, "" and node id (app.py)
     static_values: Mapping[str, object] = field(default_factory=dict)  # the config before them (app.py)
     quotas: ClientQuotas = field(default_factory=ClientQuotas)  # client quotas (set by app.py)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import uuid
 from typing import Any
 
 from minikafka.broker.context import RequestContext
@@ -97,24 +98,34 @@ class FetchByTopicId(_Door):
         request_cls, known, unknown, ids = self.by_name(req.topics, "topics", "partitions", name_field="topic")
         response_cls, topic_cls, partition_cls = _by_id_response(FETCH, "responses", "partitions")
         throttle, error, session_id, topics = ZERO_MS, ErrorCode.none, 0, []
-        if known:
-            # Forgotten topics belong to fetch sessions (KIP-227), which this broker does not keep:
-            # every Fetch is answered as sessionless (session id 0) and lists all it asks for.
+        # An incremental fetch (KIP-227) reads its session's partitions even when it names none.
+        incremental = req.session_id != 0 and req.session_epoch > 0
+        if known or incremental:
+            forgotten_cls = _named_request(FETCH, "forgotten_topics_data", "partitions")[1]
+            forgotten = tuple(forgotten_cls(topic=name, partitions=t.partitions)
+                              for t in (req.forgotten_topics_data or ()) if (name := self.name_of(t.topic_id)))
             answer = await self.inner(ctx, request_cls(
                 replica_id=-1, max_wait=req.max_wait, min_bytes=req.min_bytes, max_bytes=req.max_bytes,
                 isolation_level=req.isolation_level, session_id=req.session_id, session_epoch=req.session_epoch,
-                topics=tuple(known), forgotten_topics_data=(), rack_id=req.rack_id))
+                topics=tuple(known), forgotten_topics_data=forgotten, rack_id=req.rack_id))
             throttle, error, session_id = answer.throttle_time, answer.error_code, answer.session_id
             if error is not ErrorCode.none:  # a top-level error answers no topic at all
                 return response_cls(throttle_time=throttle, error_code=error, session_id=session_id, responses=())
-            topics = [topic_cls(topic_id=ids[t.topic], partitions=tuple(_partition_by_id(partition_cls, p)
-                                                                         for p in t.partitions))
-                      for t in answer.responses]
+            topics = [topic_cls(topic_id=self.id_of(t.topic, ids), partitions=tuple(
+                _partition_by_id(partition_cls, p) for p in t.partitions)) for t in answer.responses]
         topics += [topic_cls(topic_id=t.topic_id, partitions=tuple(partition_cls(
             partition_index=p.partition, error_code=ErrorCode.unknown_topic_id, high_watermark=-1,
             last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None, preferred_read_replica=-1,
             records=b"") for p in t.partitions)) for t in unknown]
         return response_cls(throttle_time=throttle, error_code=error, session_id=session_id, responses=tuple(topics))
+
+    def id_of(self, name: str, asked: dict[str, Any]) -> Any:
+        """The id a partition of the answer is named by: the one asked, or for a partition of the
+        session the topic's id now."""
+        if name in asked:
+            return asked[name]
+        info = self.logs.topics.get(name)
+        return info.topic_id if info is not None else uuid.UUID(int=0)   # deleted since: the zero id
 
 
 class ProduceByTopicId(_Door):

@@ -4,6 +4,11 @@ Kafka: KafkaApis.handleFetchRequest, ReplicaManager.fetchMessages, DelayedFetch.
 max_bytes bounds the whole response, partition_max_bytes each partition; the first batch of the
 first partition with data is returned whole even when larger (KIP-74). read_committed reads stop
 at the last stable offset. Records are never null (librdkafka rejects a null MessageSet).
+
+Fetch sessions (KIP-227, v7+): broker/fetch_sessions.py decides which partitions a request reads
+(all of its session's, for an incremental one) and which of them the answer lists; this handler
+reads and long-polls over them. Partitions are answered in the order read, consecutive partitions
+of one topic under one topic entry, as Kafka's FetchResponse.of groups them.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Any, ClassVar
 import structlog
 
 from minikafka.broker.context import RequestContext
+from minikafka.broker.fetch_sessions import FetchContext, Read, Wanted
 from minikafka.broker.services import BrokerServices
 from minikafka.protocol import messages
 from minikafka.protocol.errors import CorruptRecord, ErrorCode
@@ -33,70 +39,107 @@ class FetchHandler:
         if req.isolation_level not in (IsolationLevel.READ_UNCOMMITTED, IsolationLevel.READ_COMMITTED):
             # Kafka's IsolationLevel.forId throws for it (an UNKNOWN_SERVER_ERROR there).
             return self.error_response(req, ErrorCode.invalid_request)
-        response, total = self._read(req)
+        context = self._context(ctx, req)
+        if context.kind == "error":
+            return self.error_response(req, context.error)
+        parts, total = self._read(req, context)
         max_wait_ms = ms(req.max_wait)
-        if total >= req.min_bytes or max_wait_ms <= 0 or _has_error(response):
-            return response
-        watched = [TopicPartition(t.topic, p.partition) for t in req.topics for p in t.partitions]
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + max_wait_ms / 1000
-        while True:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return response
-            fut = self.svc.purgatory.watch(watched)
-            try:
-                await asyncio.wait_for(fut, remaining)
-            except TimeoutError:
-                return self._read(req)[0]
-            finally:
-                self.svc.purgatory.unwatch(watched, fut)
-            response, total = self._read(req)
-            if total >= req.min_bytes or _has_error(response):
-                return response
+        if not (total >= req.min_bytes or max_wait_ms <= 0 or _has_error(parts)):
+            watched = [w.tp for w in context.partitions]
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + max_wait_ms / 1000
+            while True:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                fut = self.svc.purgatory.watch(watched)
+                try:
+                    await asyncio.wait_for(fut, remaining)
+                except TimeoutError:
+                    parts = self._read(req, context)[0]
+                    break
+                finally:
+                    self.svc.purgatory.unwatch(watched, fut)
+                parts, total = self._read(req, context)
+                if total >= req.min_bytes or _has_error(parts):
+                    break
+        return self._answer(req, context, parts)
 
-    def _read(self, req: Any) -> tuple[messages.FetchResponse, int]:
+    def _context(self, ctx: RequestContext, req: Any) -> FetchContext:
+        wanted = tuple(Wanted(TopicPartition(t.topic, p.partition), p.fetch_offset, p.partition_max_bytes)
+                       for t in req.topics for p in t.partitions)
+        sessions = self.svc.fetch_sessions
+        if sessions is None or ctx.api_version < 7:   # sessions came with v7
+            return FetchContext("sessionless", wanted)
+        forgotten = [TopicPartition(t.topic, p) for t in (req.forgotten_topics_data or ()) for p in t.partitions]
+        return sessions.new_context(ctx.api_version, req.session_id, req.session_epoch, wanted, forgotten,
+                                    self.svc.clock.now_ms())
+
+    def _answer(self, req: Any, context: FetchContext, parts: list[tuple[TopicPartition, int, Any]]
+                ) -> messages.FetchResponse:
+        """The partitions the context says to send, grouped by consecutive topic."""
+        sessions = self.svc.fetch_sessions
+        if context.kind == "sessionless" or sessions is None:
+            error, session_id, send = ErrorCode.none, 0, None
+        else:
+            error, session_id, sent = sessions.answer(
+                context, [Read(tp, size > 0, pd.high_watermark, pd.log_start_offset, pd.error_code)
+                          for tp, size, pd in parts], self.svc.clock.now_ms(), req.session_epoch)
+            send = set(sent)
+        if error is not ErrorCode.none:
+            return messages.FetchResponse(throttle_time=ZERO_MS, error_code=error, session_id=session_id,
+                                          responses=())
+        topics: list[tuple[str, list[Any]]] = []
+        for tp, _size, pd in parts:
+            if send is not None and tp not in send:
+                continue
+            if topics and topics[-1][0] == tp.topic:
+                topics[-1][1].append(pd)
+            else:
+                topics.append((tp.topic, [pd]))
+        return messages.FetchResponse(throttle_time=ZERO_MS, error_code=ErrorCode.none, session_id=session_id,
+                                      responses=tuple(messages.FetchableTopicResponse(topic=t, partitions=tuple(ps))
+                                                      for t, ps in topics))
+
+    def _read(self, req: Any, context: FetchContext) -> tuple[list[tuple[TopicPartition, int, Any]], int]:
+        """Every partition of the context, in its order: (partition, bytes read, its answer)."""
         read_committed = req.isolation_level == IsolationLevel.READ_COMMITTED
         budget = req.max_bytes if req.max_bytes > 0 else 2**31 - 1
         total = 0
-        topics = []
-        for t in req.topics:
-            parts = []
-            for p in t.partitions:
-                data, part = self._read_partition(TopicPartition(t.topic, p.partition), p,
-                                                  read_committed, budget, min_one=total == 0)
-                total += len(data)
-                budget = max(0, budget - len(data))
-                parts.append(part)
-            topics.append(messages.FetchableTopicResponse(topic=t.topic, partitions=tuple(parts)))
-        return messages.FetchResponse(throttle_time=ZERO_MS, error_code=ErrorCode.none, session_id=0,
-                             responses=tuple(topics)), total
+        out = []
+        for w in context.partitions:
+            data, part = self._read_partition(w.tp, w.fetch_offset, w.max_bytes, read_committed, budget,
+                                              min_one=total == 0)
+            total += len(data)
+            budget = max(0, budget - len(data))
+            out.append((w.tp, len(data), part))
+        return out, total
 
-    def _read_partition(self, tp: TopicPartition, p: Any, read_committed: bool, budget: int,
-                        min_one: bool) -> tuple[bytes | memoryview, messages.PartitionData]:
+    def _read_partition(self, tp: TopicPartition, fetch_offset: int, partition_max_bytes: int, read_committed: bool,
+                        budget: int, min_one: bool) -> tuple[bytes | memoryview, messages.PartitionData]:
         plog = self.svc.logs.get(tp)
         if plog is None:
             return b"", _error(tp.partition, ErrorCode.unknown_topic_or_partition)
         hw = plog.high_watermark
         lso = plog.last_stable_offset
         upper = lso if read_committed else hw
-        max_bytes = min(p.partition_max_bytes, budget)
+        max_bytes = min(partition_max_bytes, budget)
         try:
-            data, end = plog.read_range(p.fetch_offset, max_bytes, upper_offset=upper, min_one=min_one) \
-                if max_bytes > 0 or min_one else (b"", p.fetch_offset)
+            data, end = plog.read_range(fetch_offset, max_bytes, upper_offset=upper, min_one=min_one) \
+                if max_bytes > 0 or min_one else (b"", fetch_offset)
         except OffsetOutOfRange:
             return b"", _error(tp.partition, ErrorCode.offset_out_of_range, hw, lso, plog.log_start_offset)
         except CorruptRecord as exc:
             # Never served as data: the consumer gets the error at that offset, everything before
             # it stays readable.
             log.warning("corrupt_batch_not_served", topic=tp.topic, partition=tp.partition,
-                        fetch_offset=p.fetch_offset, reason=str(exc))
+                        fetch_offset=fetch_offset, reason=str(exc))
             return b"", _error(tp.partition, ErrorCode.corrupt_message, hw, lso, plog.log_start_offset)
         aborted = None
         if read_committed:
             # The aborted transactions overlapping the returned range, so the client can drop them.
             aborted = tuple(messages.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
-                            for a in plog.collect_aborted(p.fetch_offset, end)) if data else ()
+                            for a in plog.collect_aborted(fetch_offset, end)) if data else ()
         return data, messages.PartitionData(
             partition_index=tp.partition,
             error_code=ErrorCode.none,
@@ -118,5 +161,5 @@ def _error(partition: int, code: ErrorCode, hw: int = -1, lso: int = -1, log_sta
                          aborted_transactions=None, preferred_read_replica=-1, records=b"")
 
 
-def _has_error(response: messages.FetchResponse) -> bool:
-    return any(p.error_code is not ErrorCode.none for t in response.responses for p in t.partitions)
+def _has_error(parts: list[tuple[TopicPartition, int, Any]]) -> bool:
+    return any(pd.error_code is not ErrorCode.none for _tp, _n, pd in parts)
