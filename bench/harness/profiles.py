@@ -15,6 +15,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "p3_records": 500_000,
         "p4_records": 200_000,          # commit every 100 records or 100 ms
         "c2_records": 200_000,          # C2 prefill, 10 % of transactions aborted
+        "c4_partitions": 1000,          # C4: the Java consumer across this many partitions
+        "c4_records": 200_000,
         "e1_rates": [1000, 5000],       # msg/s, open loop
         "e1_seconds": 20,
         "e1_warmup_s": 5,
@@ -36,6 +38,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "p3_records": 20_000,
         "p4_records": 20_000,
         "c2_records": 20_000,
+        "c4_partitions": 100,
+        "c4_records": 20_000,
         "e1_rates": [1000],
         "e1_seconds": 5,
         "e1_warmup_s": 1,
@@ -57,6 +61,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "p3_records": 2000,
         "p4_records": 1000,
         "c2_records": 1000,
+        "c4_partitions": 10,
+        "c4_records": 1000,
         "e1_rates": [500],
         "e1_seconds": 1,
         "e1_warmup_s": 0.2,
@@ -70,4 +76,4 @@ PROFILES: dict[str, dict[str, Any]] = {
     },
 }
 
-SCENARIOS = ("P2", "P3", "P4", "C1", "C2", "C3", "E1", "G1", "T2", "O1", "O2", "O3")
+SCENARIOS = ("P2", "P3", "P4", "C1", "C2", "C3", "C4", "E1", "G1", "T2", "O1", "O2", "O3")

@@ -48,6 +48,9 @@ def rows_for(meta: dict[str, Any]) -> list[Row]:
         ("C3", "C3", "java_read_committed", "records_per_s",
          "C3 Java consumer (Kafka's ConsumerPerformance) read_committed over P4 data, fetch-only", "msg/s",
          (">=", 1.0)),
+        ("C4", "C4", "java_partitions", "records_per_s",
+         f"C4 Java consumer (ConsumerPerformance) across {p.get('c4_partitions', 1000)} partitions, fetch-only",
+         "msg/s", (">=", 1.0)),
     ]
     for r in p["e1_rates"]:
         rows += [

@@ -156,9 +156,10 @@ class Run:
                     log(f"kafka skipped: {exc}")
                     continue
             self.brokers.append(b)
-        if "C3" in self.scenarios and shutil.which("java") is None:
-            self.skipped["C3"] = "no java on PATH (C3 runs Kafka's ConsumerPerformance)"
-            self.scenarios.discard("C3")
+        for java_scenario in ("C3", "C4"):
+            if java_scenario in self.scenarios and shutil.which("java") is None:
+                self.skipped[java_scenario] = f"no java on PATH ({java_scenario} runs Kafka's ConsumerPerformance)"
+                self.scenarios.discard(java_scenario)
         if "T2" in self.scenarios and shutil.which("java") is None:
             self.skipped["T2"] = "no java on PATH (T2 runs Kafka's Java producer)"
             self.scenarios.discard("T2")
@@ -211,7 +212,7 @@ class Run:
         try:
             if self.scenarios & {"O1", "O2"}:
                 self.phase_startup()
-            if self.scenarios & {"P2", "P3", "P4", "C1", "C2", "C3", "E1", "G1", "T2", "O2"}:
+            if self.scenarios & {"P2", "P3", "P4", "C1", "C2", "C3", "C4", "E1", "G1", "T2", "O2"}:
                 for rep in range(self.p["reps"]):
                     for name in self.order(rep):
                         self.phase_load(name, rep)
@@ -275,7 +276,8 @@ class Run:
             self.broker_info[name] = b.describe()
         bs = b.bootstrap
         try:
-            topics = {"warm": 1, "p3": 1, "p4": 1, "c2": 1, "g1": 6, "t2": 1, **{f"p2-{t}": int(t[1:]) for t in p["p2_topics"]},
+            topics = {"warm": 1, "p3": 1, "p4": 1, "c2": 1, "g1": 6, "t2": 1, "c4": p["c4_partitions"],
+                      **{f"p2-{t}": int(t[1:]) for t in p["p2_topics"]},
                       **{f"e1-{r}": 1 for r in p["e1_rates"]}}
             create_topics(bs, topics)
             with procstat.RssSampler(b.pid) as sampler:
@@ -329,6 +331,13 @@ class Run:
                                                                           "read_committed"))
         p4 = next((s for s in reversed(self.samples) if s["broker"] == name and s["rep"] == rep
                    and s["scenario"] == "P4" and "committed_records" in s), None)
+        if "C4" in sc:
+            # The Java consumer across many partitions: with fetch sessions (KIP-227) each poll lists
+            # and answers only the partitions that changed, not all of them.
+            self.guarded(name, rep, "C4", "prefill", lambda: produce("c4", p["c4_records"], "plain"))
+            if "c4" in acked:
+                self.guarded(name, rep, "C4", "java_partitions", lambda: self._java_consume(
+                    b, "c4", acked["c4"], "read_uncommitted", f"c4-{rep}"))
         if "C3" in sc and p4 is not None:
             self.guarded(name, rep, "C3", "java_read_committed", lambda: self._java_consume(
                 b, "p4", p4["committed_records"], "read_committed", f"c3-{rep}"))
