@@ -109,4 +109,8 @@ def test_every_topic_page_by_page(two_topics) -> None:
     names = [n for n, _ in seen]
     assert names == sorted(names) and len(names) == len(set(names))
     assert dict(seen)[a] == [0, 1, 2] and dict(seen)[b] == [0, 1]
-    assert all(internal[n] == n.startswith("__") for n in names if n.startswith("__") or n.startswith(base))
+    # Kafka's own topics are internal, this test's are not (other "__" names a shared broker may
+    # hold are left out: a user may create "__x", which Kafka does not flag).
+    wrong = {n: internal[n] for n in names if (n in ("__consumer_offsets", "__transaction_state")) != internal[n]
+             and (n.startswith(base) or n.startswith("__consumer") or n.startswith("__transaction"))}
+    assert not wrong, wrong
