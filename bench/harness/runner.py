@@ -409,7 +409,7 @@ class Run:
         return r
 
     def _java_consume(self, b: Broker, topic: str, expected: int, iso: str, group: str) -> dict[str, Any]:
-        """C3: Kafka's own ConsumerPerformance (the Java consumer, subscribed in a group) reads the
+        """C3, C4: Kafka's own ConsumerPerformance (the Java consumer, subscribed in a group) reads the
         topic; its fetch-only rate (after the group's rebalance) is the throughput."""
         cmd = [str(RUN_TOOL), "org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", b.bootstrap,
                "--topic", topic, "--num-records", str(expected), "--group", group, "--timeout", "30000",
@@ -425,7 +425,7 @@ class Run:
         if res["consumed"] != expected:
             raise ClientError(f"ConsumerPerformance read {res['consumed']} records, expected {expected}")
         res.update(expected=expected, complete=True, broker_cpu_s_incl_jvm_start=cpu1 - cpu0)
-        log(f"  {b.name} C3 java {topic} {iso}: {res['records_per_s']:.0f} rec/s fetch-only "
+        log(f"  {b.name} java consumer {topic} {iso}: {res['records_per_s']:.0f} rec/s fetch-only "
             f"({res['records_per_s_incl_rebalance']:.0f} incl. rebalance)")
         return res
 
