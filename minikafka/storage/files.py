@@ -10,7 +10,8 @@ import base64
 import errno
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from minikafka.protocol.types import TopicPartition
@@ -80,6 +81,19 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def fsync_all(paths: Sequence[Path]) -> None:
+    """fsync every file and directory of `paths` before returning (raises the first OSError). Many
+    at once run on a few threads: fsync waits on the disk with the GIL released, and concurrent
+    fsyncs share the file system's journal commits (1,000 new partitions: ~0.5 s one by one)."""
+    if len(paths) <= 8:
+        for p in paths:
+            fsync_dir(p)
+        return
+    with ThreadPoolExecutor(min(32, len(paths)), thread_name_prefix="fsync") as pool:
+        for _ in pool.map(fsync_dir, paths):
+            pass
+
+
 # Offset checkpoint files (Kafka's OffsetCheckpointFile): "0\n<count>\n<topic> <partition> <offset>\n..."
 def write_offset_checkpoint(path: Path, offsets: Mapping[TopicPartition, int]) -> None:
     lines = ["0", str(len(offsets))]
@@ -123,9 +137,10 @@ def new_kafka_uuid() -> uuid.UUID:
             return u
 
 
-def write_partition_metadata(partition_dir: Path, topic_id: uuid.UUID) -> None:
+def write_partition_metadata(partition_dir: Path, topic_id: uuid.UUID, *, fsync: bool = True) -> None:
+    """fsync=False: the caller fsyncs the file and its directory (fsync_all) before relying on it."""
     atomic_write(partition_dir / PARTITION_METADATA,
-                 f"version: 0\ntopic_id: {kafka_uuid_str(topic_id)}\n".encode())
+                 f"version: 0\ntopic_id: {kafka_uuid_str(topic_id)}\n".encode(), fsync=fsync)
 
 
 def read_partition_metadata(partition_dir: Path) -> uuid.UUID | None:

@@ -13,7 +13,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -250,6 +250,7 @@ class LogManager:
         try:
             for p in range(partitions):
                 made[TopicPartition(name, p)] = self._create_partition(info, p, now_ms)
+            self._sync_new_partitions(made.values())
             self.topics[name] = info
             self.logs.update(made)
             self._save_topics_file()
@@ -274,13 +275,22 @@ class LogManager:
             shutil.rmtree(self.data_dir / files.partition_dir_name(tp), ignore_errors=True)
 
     def _create_partition(self, info: TopicInfo, partition: int, now_ms: int) -> PartitionLog:
+        """The partition's directory and files; its partition.metadata is made durable by the
+        caller (_sync_new_partitions), all new partitions at once, before the topics file names it."""
         tp = TopicPartition(info.name, partition)
         path = self.data_dir / files.partition_dir_name(tp)
         path.mkdir(parents=True, exist_ok=True)
-        files.write_partition_metadata(path, info.topic_id)
+        files.write_partition_metadata(path, info.topic_id, fsync=False)
         files.write_leader_epoch_checkpoint(path, [(0, 0)])
         return PartitionLog.open(tp, path, self.topic_config(info.name, info), recovery_point=0,
                                  log_start_offset=0, clean=True, now_ms=now_ms, open_files=self.open_files)
+
+    def _sync_new_partitions(self, logs: Iterable[PartitionLog]) -> None:
+        """Each new partition.metadata and directory durable, then the data dir's entries for them:
+        a crash after the topics file names the topic finds every partition whole."""
+        paths = [p for plog in logs for p in (plog.dir / files.PARTITION_METADATA, plog.dir)]
+        files.fsync_all(paths)
+        files.fsync_dir(self.data_dir)
 
     def create_partitions(self, name: str, total: int, *, now_ms: int, validate_only: bool = False) -> None:
         info = self.topics.get(name)
@@ -297,6 +307,7 @@ class LogManager:
         try:
             for p in range(before, total):
                 made[TopicPartition(name, p)] = self._create_partition(info, p, now_ms)
+            self._sync_new_partitions(made.values())
             info.partitions = total
             self.logs.update(made)
             self._save_topics_file()
