@@ -130,10 +130,13 @@ def table(broker: str, results: dict[tuple[str, str], tuple[str, str, float]], c
 
 APPS = HERE / "apps"
 APP_TIMEOUT_S = 420
-# Applications, each run once per broker: (row, program). MirrorMaker 2 needs both brokers at once.
+# Applications, each run once per broker: (row, program, its extra arguments). MirrorMaker 2 needs
+# both brokers at once.
 SINGLE_BROKER_APPS = (
-    ("Kafka Streams exactly_once_v2 word count, kill -9 and restart", "streams_eos.py"),
-    ("Kafka Connect distributed worker, exactly-once file source, kill -9 and restart", "connect_eos.py"),
+    ("Kafka Streams exactly_once_v2 word count, kill -9 and restart", "streams_eos.py", ()),
+    ("Kafka Streams exactly_once_v2 word count, streams protocol (KIP-1071), kill -9 and restart",
+     "streams_eos.py", ("streams",)),
+    ("Kafka Connect distributed worker, exactly-once file source, kill -9 and restart", "connect_eos.py", ()),
 )
 
 
@@ -151,8 +154,8 @@ def run_app(argv: list[str]) -> tuple[str, str, float]:
 
 def run_apps(bootstrap: str) -> dict[str, tuple[str, str, float]]:
     out = {}
-    for row, program in SINGLE_BROKER_APPS:
-        out[row] = cell = run_app([str(APPS / program), bootstrap, f"a{uuid.uuid4().hex[:8]}"])
+    for row, program, extra in SINGLE_BROKER_APPS:
+        out[row] = cell = run_app([str(APPS / program), bootstrap, f"a{uuid.uuid4().hex[:8]}", *extra])
         print(f"{row[:40]:40} {cell[0]:6} {cell[2]:6.1f}s {cell[1]}", flush=True)
     return out
 
@@ -174,7 +177,7 @@ def apps_table(on_minikafka: dict, on_kafka: dict, mirrors: dict, problems: list
 
     out = ["### Applications", "", "| application | minikafka | Apache Kafka 4.3.1 |", "|---|---|---|"]
     notes = []
-    for row, _ in SINGLE_BROKER_APPS:
+    for row, _program, _extra in SINGLE_BROKER_APPS:
         out.append(f"| {row} | {show(on_minikafka.get(row))} | {show(on_kafka.get(row))} |")
     for row, cell in mirrors.items():
         out.append(f"| {row} | {show(cell)} (both brokers) | |")

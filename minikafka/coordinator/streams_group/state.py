@@ -210,9 +210,12 @@ class StreamsGroup:
     """One streams group. Never mutated: every change builds a new value."""
 
     group_id: str
-    group_epoch: int = 0
+    # Kafka 4.3 starts a group at epoch 1 with an (empty) target assignment of epoch 1, as consumer
+    # groups (KAFKA-20268): a first member is at epoch 1 even while the initial rebalance delay
+    # holds the first real assignment back, so its next heartbeat is not a join.
+    group_epoch: int = 1
     members: Mapping[str, StreamsGroupMember] = field(default_factory=dict)
-    target_assignment_epoch: int = 0
+    target_assignment_epoch: int = 1
     target_assignment: Mapping[str, TasksTuple] = field(default_factory=dict)
     assignment_timestamp_ms: int = 0
     metadata_hash: int = 0

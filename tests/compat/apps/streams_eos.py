@@ -4,7 +4,10 @@ and restarted. Holds when a read_committed reader of its output sees every word'
 (nothing counted twice across the crash) and Streams purged its repartition topic with
 DeleteRecords (a long-running app would otherwise grow without bound).
 
-    python streams_eos.py <bootstrap> <prefix>      exits 0, or prints one line and exits 1
+    python streams_eos.py <bootstrap> <prefix> [classic|streams]      exits 0, or prints one line and exits 1
+
+With `streams` the app runs Streams' own group protocol (KIP-1071, `group.protocol=streams`): the
+broker creates the internal topics and assigns the tasks.
 """
 
 from __future__ import annotations
@@ -32,8 +35,8 @@ def produce_lines(bootstrap: str, topic: str, start: int, n: int, counts: collec
     check(p.flush(30) == 0, "input not produced")
 
 
-def start_app(bootstrap: str, prefix: str, state: str):  # type: ignore[no-untyped-def]
-    return java(str(HERE / "StreamsWordCount.java"), bootstrap, prefix, state)
+def start_app(bootstrap: str, prefix: str, state: str, protocol: str = "classic"):  # type: ignore[no-untyped-def]
+    return java(str(HERE / "StreamsWordCount.java"), bootstrap, prefix, state, protocol)
 
 
 def committed_counts(bootstrap: str, topic: str, expected: collections.Counter, deadline_s: float) -> dict[str, int]:
@@ -55,7 +58,7 @@ def committed_counts(bootstrap: str, topic: str, expected: collections.Counter, 
     return last
 
 
-def main(bootstrap: str, prefix: str) -> None:
+def main(bootstrap: str, prefix: str, protocol: str = "classic") -> None:
     check((LIBS / "kafka-streams-4.3.1.jar").exists(), f"Kafka Streams jars missing in {LIBS}")
     text, counts_topic = f"{prefix}-text", f"{prefix}-counts"
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -64,7 +67,7 @@ def main(bootstrap: str, prefix: str) -> None:
     expected: collections.Counter = collections.Counter()
     produce_lines(bootstrap, text, 0, 400, expected)
     with tempfile.TemporaryDirectory(prefix="streams-") as state:
-        app = start_app(bootstrap, prefix, state)
+        app = start_app(bootstrap, prefix, state, protocol)
         try:
             # Kill it once it is counting (output exists), in the middle of its transactions.
             end = time.monotonic() + 120
@@ -74,7 +77,7 @@ def main(bootstrap: str, prefix: str) -> None:
             app.send_signal(signal.SIGKILL)
             app.wait(30)
             produce_lines(bootstrap, text, 400, 400, expected)
-            app = start_app(bootstrap, prefix, state)
+            app = start_app(bootstrap, prefix, state, protocol)
             got = committed_counts(bootstrap, counts_topic, expected, 150)
             wrong = {w: (got.get(w), n) for w, n in expected.items() if got.get(w) != n}
             check(not wrong, f"counts (seen, expected) differ after kill -9: {dict(sorted(wrong.items())[:4])}")
@@ -91,4 +94,4 @@ def main(bootstrap: str, prefix: str) -> None:
 
 
 if __name__ == "__main__":
-    verdict(main, *sys.argv[1:3])
+    verdict(main, *sys.argv[1:4])

@@ -438,8 +438,9 @@ def test_the_first_join_creates_the_group_with_its_topology() -> None:
     s = Sim()
     out = s.beat(hb("a", 0, client_id="cli", client_host="/10.0.0.1", user_endpoint=("h", 8080)))
     r = out.reply
+    # a new group is at epoch 1 (Kafka's StreamsGroup constructor): the first member bumps it to 2
     assert (r.error, r.member_id, r.member_epoch, r.heartbeat_interval_ms, r.status) == (
-        ErrorCode.none, "a", 1, 5_000, ())
+        ErrorCode.none, "a", 2, 5_000, ())
     assert r.tasks == TasksTuple(active=tasks(0, 1, 2, 3))
     assert r.endpoint_information_epoch == 0   # a new group: Kafka answers 0
     assert shape(out.records) == [(rec.MEMBER_METADATA, "a", False), (rec.TOPOLOGY, None, False),
@@ -451,15 +452,15 @@ def test_the_first_join_creates_the_group_with_its_topology() -> None:
     assert (member.client_id, member.client_host, member.rebalance_timeout_ms, member.topology_epoch,
             member.process_id, member.user_endpoint) == ("cli", "/10.0.0.1", 30_000, 1, "p-a", ("h", 8080))
     assert topology == STATELESS
-    assert meta == rec.GroupMetadataValue(1, metadata_hash(STATELESS, TOPICS), 1, (("num.standby.replicas", "0"),))
+    assert meta == rec.GroupMetadataValue(2, metadata_hash(STATELESS, TOPICS), 1, (("num.standby.replicas", "0"),))
     assert target == TasksTuple(active=tasks(0, 1, 2, 3))
-    assert target_meta == rec.TargetAssignmentMetadataValue(1, 1_000)
+    assert target_meta == rec.TargetAssignmentMetadataValue(2, 1_000)
     assert isinstance(current, StreamsGroupMember)
-    assert (current.member_epoch, current.previous_member_epoch, current.state) == (1, 0, MemberState.STABLE)
-    assert dict(current.active_epochs) == {t: 1 for t in tasks(0, 1, 2, 3)}
+    assert (current.member_epoch, current.previous_member_epoch, current.state) == (2, 0, MemberState.STABLE)
+    assert dict(current.active_epochs) == {t: 2 for t in tasks(0, 1, 2, 3)}
     g = s.g
     assert (g.state, g.group_epoch, g.target_assignment_epoch, g.validated_topology_epoch) == (
-        StreamsGroupState.STABLE, 1, 1, 1)
+        StreamsGroupState.STABLE, 2, 2, 1)
     assert g.members["a"].session_deadline_ms == 1_000 + 45_000
 
 
@@ -467,8 +468,8 @@ def test_a_steady_heartbeat_writes_nothing_and_sends_no_tasks() -> None:
     s = Sim()
     s.beat(hb("a", 0))
     s.now += 2_000
-    out = s.beat(hb("a", 1, **owning(s.m("a"))))
-    assert (out.reply.member_epoch, out.reply.tasks, out.records) == (1, None, ())
+    out = s.beat(hb("a", 2, **owning(s.m("a"))))
+    assert (out.reply.member_epoch, out.reply.tasks, out.records) == (2, None, ())
     assert s.m("a").session_deadline_ms == s.now + 45_000
 
 
@@ -477,30 +478,30 @@ def test_missing_source_topics_keep_the_group_not_ready_until_they_are_created()
     out = s.beat(hb("a", 0))
     r = out.reply
     assert r.status == ((topo.MISSING_SOURCE_TOPICS, "Source topics in are missing."),)
-    assert (r.error, r.member_epoch, r.tasks) == (ErrorCode.none, 1, EMPTY_TASKS)
+    assert (r.error, r.member_epoch, r.tasks) == (ErrorCode.none, 2, EMPTY_TASKS)
     assert out.topics_to_create == ()
     meta = next(p.value for p in parsed(out.records) if p.record_type == rec.GROUP_METADATA)
-    assert meta == rec.GroupMetadataValue(1, 0, -1, (("num.standby.replicas", "0"),))
+    assert meta == rec.GroupMetadataValue(2, 0, -1, (("num.standby.replicas", "0"),))
     # every member gets an empty target while the topology is not ready
     assert [p.value for p in parsed(out.records) if p.record_type == rec.TARGET_ASSIGNMENT_MEMBER] == [EMPTY_TASKS]
-    assert (s.g.state, s.g.group_epoch, s.g.validated_topology_epoch) == (StreamsGroupState.NOT_READY, 1, -1)
+    assert (s.g.state, s.g.group_epoch, s.g.validated_topology_epoch) == (StreamsGroupState.NOT_READY, 2, -1)
     # nothing changed: still not ready, no bump
-    out = s.beat(hb("a", 1, **owning(s.m("a"))))
+    out = s.beat(hb("a", 2, **owning(s.m("a"))))
     assert out.reply.status == ((topo.MISSING_SOURCE_TOPICS, "Source topics in are missing."),)
-    assert out.records == () and s.g.group_epoch == 1
+    assert out.records == () and s.g.group_epoch == 2
     # the topic appears: new metadata hash, topology validated, epoch bump, target, tasks
     s.topics = dict(TOPICS)
-    out = s.beat(hb("a", 1, **owning(s.m("a"))))
+    out = s.beat(hb("a", 2, **owning(s.m("a"))))
     r = out.reply
-    assert (r.status, r.member_epoch, r.tasks) == ((), 2, TasksTuple(active=tasks(0, 1, 2, 3)))
+    assert (r.status, r.member_epoch, r.tasks) == ((), 3, TasksTuple(active=tasks(0, 1, 2, 3)))
     assert shape(out.records) == [(rec.GROUP_METADATA, None, False), (rec.TARGET_ASSIGNMENT_MEMBER, "a", False),
                                   (rec.TARGET_ASSIGNMENT_METADATA, None, False),
                                   (rec.CURRENT_MEMBER_ASSIGNMENT, "a", False)]
     meta = parsed(out.records)[0].value
-    assert meta == rec.GroupMetadataValue(2, metadata_hash(STATELESS, TOPICS), 1, (("num.standby.replicas", "0"),))
+    assert meta == rec.GroupMetadataValue(3, metadata_hash(STATELESS, TOPICS), 1, (("num.standby.replicas", "0"),))
     assert metadata_hash(STATELESS, TOPICS) != 0
     assert (s.g.state, s.g.group_epoch, s.g.target_assignment_epoch, s.g.validated_topology_epoch) == (
-        StreamsGroupState.STABLE, 2, 2, 1)
+        StreamsGroupState.STABLE, 3, 3, 1)
 
 
 def test_missing_internal_topics_are_handed_to_the_broker_to_create() -> None:
@@ -509,12 +510,14 @@ def test_missing_internal_topics_are_handed_to_the_broker_to_create() -> None:
     assert out.reply.status == ((topo.MISSING_INTERNAL_TOPICS, f"Internal topics are missing: {CHANGELOG}"),)
     assert out.topics_to_create == (TopicInfo(CHANGELOG, 4, 0, (("cleanup.policy", "compact"),)),)
     assert s.g.state is StreamsGroupState.NOT_READY and out.reply.tasks == EMPTY_TASKS
+    assert out.reply.member_epoch == 2
     # asked again on every heartbeat until they exist
-    out = s.beat(hb("a", 1, **owning(s.m("a"))))
+    out = s.beat(hb("a", 2, **owning(s.m("a"))))
+    assert out.reply.error is ErrorCode.none
     assert out.topics_to_create == (TopicInfo(CHANGELOG, 4, 0, (("cleanup.policy", "compact"),)),)
     s.topics[CHANGELOG] = (CHANGELOG_ID, 4)
-    out = s.beat(hb("a", 1, **owning(s.m("a"))))
-    assert (out.reply.status, out.topics_to_create, out.reply.member_epoch) == ((), (), 2)
+    out = s.beat(hb("a", 2, **owning(s.m("a"))))
+    assert (out.reply.status, out.topics_to_create, out.reply.member_epoch) == ((), (), 3)
     assert out.reply.tasks == TasksTuple(active=tasks(0, 1, 2, 3))
     assert s.g.state is StreamsGroupState.STABLE
 
@@ -525,31 +528,39 @@ def test_the_initial_rebalance_delay_holds_the_first_assignment() -> None:
     out = s.beat(hb("a", 0))
     r = out.reply
     assert r.status == ((topo.ASSIGNMENT_DELAYED, INITIAL_DELAY),)
-    assert (r.member_epoch, r.tasks) == (0, EMPTY_TASKS)
-    # the member is reconciled to target epoch 0: no current assignment record
+    # the member is reconciled to the new group's initial (empty) target of epoch 1, as on Kafka 4.3.1
+    # (member epoch 1; StreamsGroupDescribe: group epoch 2, assignment epoch 1)
+    assert (r.member_epoch, r.tasks) == (1, EMPTY_TASKS)
     assert shape(out.records) == [(rec.MEMBER_METADATA, "a", False), (rec.TOPOLOGY, None, False),
-                                  (rec.GROUP_METADATA, None, False)]
-    assert (s.g.group_epoch, s.g.target_assignment_epoch, s.g.state) == (1, 0, StreamsGroupState.ASSIGNING)
+                                  (rec.GROUP_METADATA, None, False), (rec.CURRENT_MEMBER_ASSIGNMENT, "a", False)]
+    current = parsed(out.records)[3].value
+    assert isinstance(current, StreamsGroupMember)
+    assert (current.member_epoch, current.previous_member_epoch, current.assigned) == (1, 0, EMPTY_TASKS)
+    assert rec.TARGET_ASSIGNMENT_METADATA not in [p.record_type for p in parsed(out.records)]
+    assert (s.g.group_epoch, s.g.target_assignment_epoch, s.g.state) == (2, 1, StreamsGroupState.ASSIGNING)
     assert s.g.initial_delay_until_ms == 4_000 and next_deadline(s.g) == 4_000
     # another member joins within the delay: also held
     s.now = 2_000
     r = s.beat(hb("b", 0)).reply
-    assert (r.status, r.member_epoch, r.tasks) == (((topo.ASSIGNMENT_DELAYED, INITIAL_DELAY),), 0, EMPTY_TASKS)
-    r = s.beat(hb("a", 0)).reply   # epoch 0 again: the client is still joining
-    assert (r.status, r.member_epoch) == (((topo.ASSIGNMENT_DELAYED, INITIAL_DELAY),), 0)
-    assert s.g.group_epoch == 2 and not initial_delay_over(s.g, 3_999)
+    assert (r.status, r.member_epoch, r.tasks) == (((topo.ASSIGNMENT_DELAYED, INITIAL_DELAY),), 1, EMPTY_TASKS)
+    # a heartbeats at epoch 1 (not a join): still held, nothing written
+    out = s.beat(hb("a", 1, **owning(s.m("a"))))
+    r = out.reply
+    assert (r.error, r.status, r.member_epoch, r.tasks, out.records) == (
+        ErrorCode.none, ((topo.ASSIGNMENT_DELAYED, INITIAL_DELAY),), 1, None, ())
+    assert (s.g.group_epoch, s.g.target_assignment_epoch) == (3, 1) and not initial_delay_over(s.g, 3_999)
     # the timer fires: one target for both members at the group epoch
     s.now = 4_000
     assert initial_delay_over(s.g, s.now)
     group, records = delayed_target_assignment(s.g, cfg, s.now)
     assert shape(records) == [(rec.TARGET_ASSIGNMENT_MEMBER, "a", False), (rec.TARGET_ASSIGNMENT_MEMBER, "b", False),
                               (rec.TARGET_ASSIGNMENT_METADATA, None, False)]
-    assert parsed(records)[2].value == rec.TargetAssignmentMetadataValue(2, 4_000)
-    assert (group.target_assignment_epoch, group.initial_delay_until_ms) == (2, None)
+    assert parsed(records)[2].value == rec.TargetAssignmentMetadataValue(3, 4_000)
+    assert (group.target_assignment_epoch, group.initial_delay_until_ms) == (3, None)
     s.group = group
-    ra = s.beat(hb("a", 0)).reply
-    rb = s.beat(hb("b", 0)).reply
-    assert (ra.status, ra.member_epoch, rb.status, rb.member_epoch) == ((), 2, (), 2)
+    ra = s.beat(hb("a", 1, **owning(s.m("a")))).reply
+    rb = s.beat(hb("b", 1, **owning(s.m("b")))).reply
+    assert (ra.status, ra.member_epoch, rb.status, rb.member_epoch) == ((), 3, (), 3)
     assert ra.tasks is not None and rb.tasks is not None
     assert ra.tasks.active | rb.tasks.active == tasks(0, 1, 2, 3) and len(ra.tasks.active) == 2
     assert s.g.state is StreamsGroupState.STABLE
@@ -565,15 +576,15 @@ def test_the_assignment_interval_delays_a_new_target() -> None:
     r = out.reply
     assert r.status == ((topo.ASSIGNMENT_DELAYED, INTERVAL_DELAY),)
     # b reconciles to the existing target epoch, where it has nothing
-    assert (r.member_epoch, r.tasks) == (1, EMPTY_TASKS)
-    assert (s.g.group_epoch, s.g.target_assignment_epoch, s.g.state) == (2, 1, StreamsGroupState.ASSIGNING)
+    assert (r.member_epoch, r.tasks) == (2, EMPTY_TASKS)
+    assert (s.g.group_epoch, s.g.target_assignment_epoch, s.g.state) == (3, 2, StreamsGroupState.ASSIGNING)
     assert rec.TARGET_ASSIGNMENT_METADATA not in [p.record_type for p in parsed(out.records)]
     s.now = 1_999
-    r = s.beat(hb("a", 1, **owning(s.m("a")))).reply
+    r = s.beat(hb("a", 2, **owning(s.m("a")))).reply
     assert r.status == ((topo.ASSIGNMENT_DELAYED, INTERVAL_DELAY),) and r.tasks is None
     s.now = 2_000
-    r = s.beat(hb("a", 1, **owning(s.m("a")))).reply
-    assert r.status == () and s.g.target_assignment_epoch == 2
+    r = s.beat(hb("a", 2, **owning(s.m("a")))).reply
+    assert r.status == () and s.g.target_assignment_epoch == 3
     assert r.tasks == TasksTuple(active=tasks(0, 1)) and s.m("a").state is MemberState.UNREVOKED_TASKS
 
 
@@ -581,18 +592,19 @@ def test_only_the_required_topics_bump_the_group_epoch() -> None:
     s = Sim()
     s.beat(hb("a", 0))
     epoch, hash_ = s.g.group_epoch, s.g.metadata_hash
+    assert s.m("a").member_epoch == epoch == 2
     s.topics["unrelated"] = (uuid.UUID(int=9), 3)
-    out = s.beat(hb("a", 1, **owning(s.m("a"))))
+    out = s.beat(hb("a", epoch, **owning(s.m("a"))))
     assert (out.records, s.g.group_epoch) == ((), epoch)
     s.topics["in"] = (IN, 6)
-    out = s.beat(hb("a", 1, **owning(s.m("a"))))
+    out = s.beat(hb("a", epoch, **owning(s.m("a"))))
     meta = parsed(out.records)[0].value
     assert isinstance(meta, rec.GroupMetadataValue) and (meta.epoch, meta.validated_topology_epoch) == (epoch + 1, 1)
     assert meta.metadata_hash == s.g.metadata_hash == metadata_hash(STATELESS, s.topics) != hash_
     assert s.g.configured is not None and dict(s.g.configured.task_counts) == {"0": 6}
     assert (out.reply.member_epoch, out.reply.tasks) == (epoch + 1, TasksTuple(active=tasks(*range(6))))
     # the new tasks carry the epoch they were given at, the old ones keep theirs
-    assert dict(s.m("a").active_epochs) == {**{t: 1 for t in tasks(0, 1, 2, 3)}, ("0", 4): 2, ("0", 5): 2}
+    assert dict(s.m("a").active_epochs) == {**{t: 2 for t in tasks(0, 1, 2, 3)}, ("0", 4): 3, ("0", 5): 3}
 
 
 def test_a_second_member_waits_for_the_first_to_revoke() -> None:
@@ -600,34 +612,34 @@ def test_a_second_member_waits_for_the_first_to_revoke() -> None:
     s.beat(hb("a", 0))
     out = s.beat(hb("b", 0))
     # b is at the new epoch, but its tasks are still a's
-    assert (out.reply.member_epoch, out.reply.tasks) == (2, EMPTY_TASKS)
+    assert (out.reply.member_epoch, out.reply.tasks) == (3, EMPTY_TASKS)
     assert s.m("b").state is MemberState.UNRELEASED_TASKS
     assert s.g.target_of("a") == TasksTuple(active=tasks(0, 1)) and s.g.target_of("b") == TasksTuple(active=tasks(2, 3))
     assert s.g.state is StreamsGroupState.RECONCILING
-    # a still owns all four: it keeps 0, 1 and must revoke 2, 3, staying at epoch 1
+    # a still owns all four: it keeps 0, 1 and must revoke 2, 3, staying at epoch 2
     s.now = 2_000
-    out = s.beat(hb("a", 1, **owning(s.m("a"))))
-    assert (out.reply.member_epoch, out.reply.tasks) == (1, TasksTuple(active=tasks(0, 1)))
+    out = s.beat(hb("a", 2, **owning(s.m("a"))))
+    assert (out.reply.member_epoch, out.reply.tasks) == (2, TasksTuple(active=tasks(0, 1)))
     a = s.m("a")
-    assert (a.state, a.member_epoch, a.previous_member_epoch) == (MemberState.UNREVOKED_TASKS, 1, 1)
+    assert (a.state, a.member_epoch, a.previous_member_epoch) == (MemberState.UNREVOKED_TASKS, 2, 2)
     assert a.pending_revocation == TasksTuple(active=tasks(2, 3))
     assert a.rebalance_deadline_ms == 2_000 + 30_000 and next_deadline(s.g) == 32_000
     assert shape(out.records) == [(rec.CURRENT_MEMBER_ASSIGNMENT, "a", False)]
     current = parsed(out.records)[0].value
     assert isinstance(current, StreamsGroupMember) and current.pending_revocation == a.pending_revocation
     # b asks again: 2, 3 are still a's
-    out = s.beat(hb("b", 2, **owning(s.m("b"))))
+    out = s.beat(hb("b", 3, **owning(s.m("b"))))
     assert (out.reply.tasks, s.m("b").state) == (None, MemberState.UNRELEASED_TASKS)
-    # a reports them revoked: it moves to epoch 2
-    out = s.beat(hb("a", 1, active=tasks(0, 1), standby=NONE, warmup=NONE))
+    # a reports them revoked: it moves to epoch 3
+    out = s.beat(hb("a", 2, active=tasks(0, 1), standby=NONE, warmup=NONE))
     a = s.m("a")
     assert (out.reply.member_epoch, a.state, a.previous_member_epoch, a.rebalance_deadline_ms) == (
-        2, MemberState.STABLE, 1, None)
-    assert dict(a.active_epochs) == {("0", 0): 1, ("0", 1): 1}
-    # now b gets them, at epoch 2
-    out = s.beat(hb("b", 2, **owning(s.m("b"))))
+        3, MemberState.STABLE, 2, None)
+    assert dict(a.active_epochs) == {("0", 0): 2, ("0", 1): 2}
+    # now b gets them, at epoch 3
+    out = s.beat(hb("b", 3, **owning(s.m("b"))))
     assert out.reply.tasks == TasksTuple(active=tasks(2, 3))
-    assert dict(s.m("b").active_epochs) == {("0", 2): 2, ("0", 3): 2}
+    assert dict(s.m("b").active_epochs) == {("0", 2): 3, ("0", 3): 3}
     assert s.g.state is StreamsGroupState.STABLE
 
 
@@ -635,23 +647,23 @@ def test_a_member_that_does_not_report_its_tasks_keeps_them_pending_revocation()
     s = Sim()
     s.beat(hb("a", 0))
     s.beat(hb("b", 0))
-    s.beat(hb("a", 1))   # no owned tasks: nothing can be assumed revoked
-    assert s.m("a").state is MemberState.UNREVOKED_TASKS
-    out = s.beat(hb("a", 1))
-    assert (out.records, s.m("a").state) == ((), MemberState.UNREVOKED_TASKS)
-    out = s.beat(hb("a", 1, active=tasks(0, 1, 3), standby=NONE, warmup=NONE))   # 3 still owned
-    assert (out.records, s.m("a").state) == ((), MemberState.UNREVOKED_TASKS)
+    out = s.beat(hb("a", 2))   # no owned tasks: nothing can be assumed revoked
+    assert out.reply.error is ErrorCode.none and s.m("a").state is MemberState.UNREVOKED_TASKS
+    out = s.beat(hb("a", 2))
+    assert (out.reply.error, out.records, s.m("a").state) == (ErrorCode.none, (), MemberState.UNREVOKED_TASKS)
+    out = s.beat(hb("a", 2, active=tasks(0, 1, 3), standby=NONE, warmup=NONE))   # 3 still owned
+    assert (out.reply.error, out.records, s.m("a").state) == (ErrorCode.none, (), MemberState.UNREVOKED_TASKS)
 
 
 def test_completing_a_revocation_resends_no_unchanged_tasks() -> None:
     s = Sim()
     s.beat(hb("a", 0, user_endpoint=("a-host", 1)))
     s.beat(hb("b", 0))
-    s.beat(hb("a", 1, **owning(s.m("a"))))
+    s.beat(hb("a", 2, **owning(s.m("a"))))
     assert s.m("a").state is MemberState.UNREVOKED_TASKS
     endpoint_epoch = s.g.endpoint_information_epoch
-    out = s.beat(hb("a", 1, active=tasks(0, 1), standby=NONE, warmup=NONE))
-    assert out.reply.member_epoch == 2 and s.m("a").assigned == TasksTuple(active=tasks(0, 1))
+    out = s.beat(hb("a", 2, active=tasks(0, 1), standby=NONE, warmup=NONE))
+    assert out.reply.member_epoch == 3 and s.m("a").assigned == TasksTuple(active=tasks(0, 1))
     assert out.reply.tasks is None
     assert s.g.endpoint_information_epoch == endpoint_epoch
 
@@ -695,15 +707,15 @@ def test_a_change_of_num_standby_replicas_bumps_the_group_epoch() -> None:
 def test_a_lost_answer_is_accepted_with_the_previous_epoch_and_owned_tasks_it_was_given() -> None:
     s = stable_pair()
     a = s.m("a")
-    assert (a.member_epoch, a.previous_member_epoch) == (2, 1)
-    out = s.beat(hb("a", 1, **owning(a)))
-    assert (out.reply.error, out.reply.member_epoch) == (ErrorCode.none, 2)
+    assert (a.member_epoch, a.previous_member_epoch) == (3, 2)
+    out = s.beat(hb("a", 2, **owning(a)))
+    assert (out.reply.error, out.reply.member_epoch) == (ErrorCode.none, 3)
     # a subset is fine too
     sub_ = TasksTuple(active=frozenset(list(a.assigned.active)[:1]))
-    assert s.beat(hb("a", 1, **owning(a, sub_))).reply.error is ErrorCode.none
+    assert s.beat(hb("a", 2, **owning(a, sub_))).reply.error is ErrorCode.none
     # a task it was never given: fenced
-    out = s.beat(hb("a", 1, **owning(a, TasksTuple(active=s.m("b").assigned.active))))
-    assert (out.reply.error, out.reply.message) == (ErrorCode.fenced_member_epoch, FENCED_SMALLER.format(1, 2))
+    out = s.beat(hb("a", 2, **owning(a, TasksTuple(active=s.m("b").assigned.active))))
+    assert (out.reply.error, out.reply.message) == (ErrorCode.fenced_member_epoch, FENCED_SMALLER.format(2, 3))
     # nothing of that changed the group
     assert s.m("a") == a
 
@@ -716,19 +728,20 @@ def test_an_epoch_ahead_or_far_behind_is_fenced() -> None:
     s.beat(hb("c", 0))
     s.converge(["a", "b", "c"])
     a = s.m("a")
-    assert (a.member_epoch, a.previous_member_epoch) == (3, 2)
-    out = s.beat(hb("a", 4, **owning(a)))
-    assert (out.reply.error, out.reply.message) == (ErrorCode.fenced_member_epoch, FENCED_GREATER.format(4, 3))
-    out = s.beat(hb("a", 1, **owning(a)))
-    assert (out.reply.error, out.reply.message) == (ErrorCode.fenced_member_epoch, FENCED_SMALLER.format(1, 3))
+    assert (a.member_epoch, a.previous_member_epoch) == (4, 3)
+    out = s.beat(hb("a", 5, **owning(a)))
+    assert (out.reply.error, out.reply.message) == (ErrorCode.fenced_member_epoch, FENCED_GREATER.format(5, 4))
+    out = s.beat(hb("a", 2, **owning(a)))
+    assert (out.reply.error, out.reply.message) == (ErrorCode.fenced_member_epoch, FENCED_SMALLER.format(2, 4))
     # rejoining with epoch 0 is always allowed
     assert s.beat(hb("a", 0)).reply.error is ErrorCode.none
 
 
 def test_the_previous_epoch_without_owned_tasks_is_fenced() -> None:
     s = stable_pair()
-    out = s.beat(hb("a", 1))
-    assert (out.reply.error, out.reply.message) == (ErrorCode.fenced_member_epoch, FENCED_SMALLER.format(1, 2))
+    assert (s.m("a").member_epoch, s.m("a").previous_member_epoch) == (3, 2)
+    out = s.beat(hb("a", 2))
+    assert (out.reply.error, out.reply.message) == (ErrorCode.fenced_member_epoch, FENCED_SMALLER.format(2, 3))
 
 
 def test_a_member_with_an_older_topology_epoch_is_told_its_topology_is_stale() -> None:
@@ -819,10 +832,12 @@ def test_a_member_that_does_not_revoke_in_time_expires() -> None:
     s = Sim()
     s.beat(hb("a", 0, rebalance_timeout_ms=10_000))
     s.beat(hb("b", 0))
-    s.beat(hb("a", 1, **owning(s.m("a"))))
+    s.beat(hb("a", 2, **owning(s.m("a"))))
+    assert s.m("a").state is MemberState.UNREVOKED_TASKS
     assert s.m("a").rebalance_deadline_ms == s.now + 10_000
     s.now += 5_000
-    s.beat(hb("a", 1, active=tasks(0, 1, 2, 3), standby=NONE, warmup=NONE))   # still not revoked
+    out = s.beat(hb("a", 2, active=tasks(0, 1, 2, 3), standby=NONE, warmup=NONE))   # still not revoked
+    assert out.reply.error is ErrorCode.none
     assert s.m("a").rebalance_deadline_ms == 11_000   # the deadline does not move
     assert expired_members(s.g, 10_999) == [] and expired_members(s.g, 11_000) == ["a"]
     group, _ = fence(s.g, ["a"])
@@ -894,15 +909,15 @@ def test_a_full_group_refuses_a_new_member() -> None:
 def test_owned_tasks_outside_the_topology_are_invalid(owned: TasksTuple, message: str) -> None:
     s = Sim()
     s.beat(hb("a", 0))
-    out = s.beat(hb("a", 1, **owning(s.m("a"), owned)))
+    out = s.beat(hb("a", 2, **owning(s.m("a"), owned)))
     assert (out.reply.error, out.reply.message, out.group) == (INVALID, message, None)
 
 
 def test_owned_tasks_are_not_checked_while_the_topology_is_not_ready() -> None:
     s = Sim(topics={})
     s.beat(hb("a", 0))
-    out = s.beat(hb("a", 1, active=tasks(0, sub="9"), standby=NONE, warmup=NONE))
-    assert out.reply.error is ErrorCode.none
+    out = s.beat(hb("a", 2, active=tasks(0, sub="9"), standby=NONE, warmup=NONE))
+    assert (out.reply.error, out.reply.member_epoch) == (ErrorCode.none, 2)
 
 
 def test_an_unknown_member_state_fences_the_member() -> None:
@@ -910,7 +925,7 @@ def test_an_unknown_member_state_fences_the_member() -> None:
     s.beat(hb("a", 0))
     s.beat(hb("b", 0))
     s.group = replace(s.g, members={**s.g.members, "a": replace(s.m("a"), state=MemberState.UNKNOWN)})
-    out = s.beat(hb("a", 1, **owning(s.m("a"))))
+    out = s.beat(hb("a", 2, **owning(s.m("a"))))
     assert (out.reply.error, out.reply.message) == (
         ErrorCode.fenced_member_epoch,
         "The streams group member is in a unknown state. The member must abandon all its tasks and rejoin.")
