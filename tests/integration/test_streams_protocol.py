@@ -419,3 +419,22 @@ def test_other_protocols_cannot_join_a_streams_group(broker: Any, raw: RawClient
     assert int(consumer_heartbeat(raw, cg, new_id(), 0, topics=(source,)).error_code) == NONE
     resp = heartbeat(raw, cg, new_id(), 0, topology=word_count_topology(cg, source), process_id="p")
     assert (int(resp.error_code), resp.error_message) == (GROUP_ID_NOT_FOUND, f"Group {cg} is not a streams group.")
+
+
+def test_the_first_member_waits_out_the_initial_rebalance_delay(configured_broker: Any) -> None:
+    """A new group waits `group.streams.initial.rebalance.delay.ms` for more members: the first
+    member is at epoch 1 (the new group's empty target) with ASSIGNMENT_DELAYED, its next
+    heartbeats are not joins (no rebalance timeout needed), and after the delay it gets its tasks."""
+    broker = configured_broker(overrides={**FAST, "group.streams.initial.rebalance.delay.ms": "1500"})
+    app, source = uniq("sdelay"), uniq("stext")
+    create_topic(broker.bootstrap, source, 2)
+    with RawClient.connect(broker.bootstrap) as c:
+        a = Member(c, app, new_id(), "p")
+        first = a.beat(word_count_topology(app, source))
+        assert int(first.member_epoch) == 1 and owned_of(first) == {}
+        assert statuses(first)[5] == "Assignment delayed due to the configured initial rebalance delay."
+        again = a.beat()   # epoch 1, RebalanceTimeoutMs left out: a heartbeat, not a join
+        assert int(again.error_code) == NONE and int(again.member_epoch) == 1
+        until("tasks after the delay", a.beat, lambda r: bool(a.active and len(a.active) == 2))
+        d = describe(c, app)
+        assert d.state == "Stable" and d.assignment_epoch > 1
