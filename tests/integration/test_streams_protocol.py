@@ -438,3 +438,40 @@ def test_the_first_member_waits_out_the_initial_rebalance_delay(configured_broke
         until("tasks after the delay", a.beat, lambda r: bool(a.active and len(a.active) == 2))
         d = describe(c, app)
         assert d.state == "Stable" and d.assignment_epoch > 1
+
+
+def test_standby_tasks_from_the_group_config(broker: Any, raw: RawClient) -> None:
+    """streams.num.standby.replicas set on the group (IncrementalAlterConfigs, GROUP resource):
+    the next heartbeat bumps the group epoch (the assignment configs changed), and each member of
+    two processes gets, as standby, the stateful tasks the other runs actively (never a task it
+    runs itself); the stateless subtopology has none."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    app, source = uniq("sstby"), uniq("stext")
+    create_topic(broker.bootstrap, source, 2)
+    a, b = Member(raw, app, new_id(), "process-a"), Member(raw, app, new_id(), "process-b")
+    until("a has tasks", lambda: a.beat(word_count_topology(app, source)), lambda r: bool(a.active))
+    b.beat(word_count_topology(app, source))
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    resource = ConfigResource(ResourceType.GROUP, app, incremental_configs=[
+        ConfigEntry("streams.num.standby.replicas", "1", incremental_operation=AlterConfigOpType.SET)])
+    next(iter(admin.incremental_alter_configs([resource]).values())).result(30)
+
+    def settled() -> Described:
+        a.beat()
+        b.beat()
+        return describe(raw, app)
+
+    def with_standbys(d: Described) -> bool:
+        return (d.state == "Stable" and len(d.active_owners()) == 4
+                and all(m.assignment.standby_tasks for m in d.members.values()))
+
+    d = until("standby tasks assigned", settled, with_standbys)
+    for mid, m in d.members.items():
+        active = {(t.subtopology_id, int(p)) for t in m.assignment.active_tasks for p in t.partitions}
+        standby = {(t.subtopology_id, int(p)) for t in m.assignment.standby_tasks for p in t.partitions}
+        other = {(t.subtopology_id, int(p)) for o, om in d.members.items() if o != mid
+                 for t in om.assignment.active_tasks for p in t.partitions}
+        assert standby and not standby & active, (mid, active, standby)
+        # subtopology 1 keeps the count store (its changelog); subtopology 0 is stateless
+        assert standby == {t for t in other if t[0] == "1"}, (mid, standby, other)
