@@ -89,8 +89,6 @@ PROPS: tuple[Prop, ...] = (
     Prop("auto.create.topics.enable", _bool, True),
     Prop("delete.topic.enable", _bool, True),
     Prop("log.segment.bytes", _int, 1073741824, _ge(14)),
-    # Incremental fetch sessions (KIP-227): how many the broker keeps; 0 turns them off.
-    Prop("max.incremental.fetch.session.cache.slots", _int, 1000, _ge(0)),
     Prop("log.roll.ms", _opt_int, None, _ge(1)),
     Prop("log.roll.hours", _int, 168, _ge(1)),
     Prop("log.retention.ms", _opt_int, None),
@@ -112,6 +110,8 @@ PROPS: tuple[Prop, ...] = (
     Prop("log.message.timestamp.after.max.ms", _int, 3600000, _ge(0)),
     Prop("message.max.bytes", _int, 1048588, _ge(0)),
     Prop("socket.request.max.bytes", _int, 104857600, _ge(1)),
+    # Incremental fetch sessions (KIP-227): how many the broker keeps; 0 turns them off.
+    Prop("max.incremental.fetch.session.cache.slots", _int, 1000, _ge(0)),
     Prop("connections.max.idle.ms", _int, 600000),
     # Bytes of requests being read at once (Kafka's memory pool); -1 here means twice
     # socket.request.max.bytes (Kafka: unbounded), see BrokerConfig.queued_max_request_bytes.

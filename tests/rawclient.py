@@ -402,16 +402,17 @@ def init_producer_id(c: RawClient, transactional_id: str | None, *, timeout_ms: 
         time.sleep(0.1)  # the retry backoff a client uses
 
 
-def wait_for_topic(c: RawClient, topic: str, timeout: float = 10.0) -> None:
-    """Metadata (auto-creating) until the topic's partition 0 has a leader that serves it (Apache
-    Kafka answers NOT_LEADER_OR_FOLLOWER for a moment after Metadata names the leader)."""
+def wait_for_topic(c: RawClient, topic: str, timeout: float = 10.0, partitions: int = 1) -> None:
+    """Metadata (auto-creating) until the topic's first `partitions` partitions have a leader that
+    serves them (Apache Kafka answers NOT_LEADER_OR_FOLLOWER for a moment after Metadata names the
+    leader)."""
     deadline = time.monotonic() + timeout
     while True:
         resp = c.request(metadata_v12(topic), 12)
         t = resp.topics[0]
-        if t.error_code == 0 and t.partitions and t.partitions[0].leader_id >= 0:
-            served = c.request(list_offsets_v7(topic, 0, -1), 7).topics[0].partitions[0]
-            if served.error_code == 0:
+        if t.error_code == 0 and len(t.partitions) >= partitions and all(p.leader_id >= 0 for p in t.partitions):
+            if all(c.request(list_offsets_v7(topic, p, -1), 7).topics[0].partitions[0].error_code == 0
+                   for p in range(partitions)):
                 return
         if time.monotonic() > deadline:
             raise TimeoutError(f"topic {topic} not ready: error {t.error_code}")

@@ -105,12 +105,6 @@ class FetchSessionCache:
         self._rng = random.Random()
         self._new_id = new_id or (lambda: self._rng.randint(1, 2**31 - 1))
 
-    def __len__(self) -> int:
-        return len(self.sessions)
-
-    def total_partitions(self) -> int:
-        return sum(len(s.partitions) for s in self.sessions.values())
-
     # ------------------------------------------------------------------------------ contexts
     def new_context(self, version: int, session_id: int, epoch: int, fetch_data: Sequence[Wanted],
                     forgotten: Iterable[TopicPartition], now_ms: int) -> FetchContext:

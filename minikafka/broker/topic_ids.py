@@ -98,9 +98,9 @@ class FetchByTopicId(_Door):
         request_cls, known, unknown, ids = self.by_name(req.topics, "topics", "partitions", name_field="topic")
         response_cls, topic_cls, partition_cls = _by_id_response(FETCH, "responses", "partitions")
         throttle, error, session_id, topics = ZERO_MS, ErrorCode.none, 0, []
-        # An incremental fetch (KIP-227) reads its session's partitions even when it names none.
-        incremental = req.session_id != 0 and req.session_epoch > 0
-        if known or incremental:
+        # A Fetch of a session (KIP-227) reaches the handler even when it names no known topic: an
+        # incremental one reads the session's partitions, a full one closes or replaces it.
+        if known or req.session_id != 0:
             forgotten_cls = _named_request(FETCH, "forgotten_topics_data", "partitions")[1]
             forgotten = tuple(forgotten_cls(topic=name, partitions=t.partitions)
                               for t in (req.forgotten_topics_data or ()) if (name := self.name_of(t.topic_id)))

@@ -20,7 +20,7 @@ from kio.schema.fetch.v12.request import FetchTopic as FetchTopicV12
 from kio.schema.fetch.v12.request import ForgottenTopic as ForgottenTopicV12
 from kio.schema.fetch.v18.request import FetchPartition, FetchRequest, FetchTopic, ForgottenTopic
 from kio.static.primitive import i8, i32, i64
-from rawclient import RawClient, create_topics_v7, metadata_v12, ms, produce, valid_batch
+from rawclient import RawClient, create_topics_v7, metadata_v12, ms, produce, valid_batch, wait_for_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -63,6 +63,7 @@ def test_a_session_answers_only_what_changed(kafka_broker: Any) -> None:
     topic = uniq("fsess")
     with RawClient.connect(kafka_broker.bootstrap) as c:
         assert int(c.request(create_topics_v7(topic, 4), 7).topics[0].error_code) == 0
+        wait_for_topic(c, topic, partitions=4)
         for p in range(4):
             assert produce(c, topic, p, valid_batch(2, prefix=f"p{p}-".encode())).error_code == 0
         full = fetch12(c, 0, 0, {(topic, p): 0 for p in range(4)})
@@ -105,6 +106,7 @@ def test_a_session_by_topic_id(kafka_broker: Any) -> None:
     topic = uniq("fsess-id")
     with RawClient.connect(kafka_broker.bootstrap) as c:
         assert int(c.request(create_topics_v7(topic, 2), 7).topics[0].error_code) == 0
+        wait_for_topic(c, topic, partitions=2)
         tid = c.request(metadata_v12(topic, auto_create=False), 12).topics[0].topic_id
         full = fetch18(c, 0, 0, {(tid, 0): 0, (tid, 1): 0})
         assert full.session_id != 0 and set(answered(full, "topic_id")) == {(tid, 0), (tid, 1)}

@@ -44,7 +44,8 @@ class FetchHandler:
             return self.error_response(req, context.error)
         parts, total = self._read(req, context)
         max_wait_ms = ms(req.max_wait)
-        if not (total >= req.min_bytes or max_wait_ms <= 0 or _has_error(parts)):
+        # Nothing to wait for without partitions (Kafka's fetchMessages answers such a Fetch at once).
+        if context.partitions and not (total >= req.min_bytes or max_wait_ms <= 0 or _has_error(parts)):
             watched = [w.tp for w in context.partitions]
             loop = asyncio.get_running_loop()
             deadline = loop.time() + max_wait_ms / 1000
