@@ -95,6 +95,10 @@ class Reader:
             raise self.error("null in a non-nullable array")
         return n - 1
 
+    def compact_int32s(self) -> list[int]:
+        """A non-nullable compact array of int32."""
+        return [self.i32() for _ in range(self.compact_len())]
+
     def tags(self) -> dict[int, bytes]:
         """The tagged-field section: tag -> its raw bytes."""
         out: dict[int, bytes] = {}

@@ -1,9 +1,11 @@
 """Small writers of Kafka's wire primitives, for the responses minikafka writes without kio
-(produce_response, fetch_response, metadata_response). Each returns bytes the caller joins."""
+(produce_response, fetch_response, metadata_response) and the coordinators' records. Each returns
+bytes the caller joins."""
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 
 I16 = struct.Struct(">h")
 I32 = struct.Struct(">i")
@@ -40,6 +42,11 @@ def null_array(flexible: bool) -> bytes:
 def bytes_length(n: int, flexible: bool) -> bytes:
     return uvarint(n + 1) if flexible else I32.pack(n)
 
+
+def compact_int32s(values: Iterable[int]) -> bytes:
+    """A compact (flexible) array of int32."""
+    vs = list(values)
+    return uvarint(len(vs) + 1) + struct.pack(f">{len(vs)}i", *vs)
 
 
 def tagged_fields(tags: list[tuple[int, bytes]]) -> bytes:

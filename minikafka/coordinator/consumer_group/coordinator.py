@@ -15,8 +15,8 @@ calls `heartbeat` with the tombstone of an empty classic group of the same id wh
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import structlog
 
@@ -27,48 +27,29 @@ from minikafka.coordinator.consumer_group.state import (
     METADATA_FIELDS,
     ConsumerGroup,
     ConsumerGroupMember,
-    ConsumerGroupState,
 )
-from minikafka.coordinator.group_room import GroupRoom, with_entry
+from minikafka.coordinator.group_room import CommitCheck, GroupRoom, with_entry
 from minikafka.coordinator.ports import RecordLog
 from minikafka.protocol.errors import ErrorCode
 
 log = structlog.get_logger("minikafka.coordinator.consumer_group")
 
-UNKNOWN_GENERATION_ID = -1
-
-
-@dataclass(frozen=True, slots=True)
-class CommitCheck:
-    """The answer to an offset commit of a consumer group: an error for every partition, or a
-    per-partition check against the partitions' assignment epochs (KIP-1251) when the member's
-    epoch is older than its current one."""
-
-    error: ErrorCode = ErrorCode.none
-    message: str | None = None
-    partition_error: Callable[[str, int], ErrorCode] | None = None   # (topic, partition)
-
-
 def _new_member_id() -> str:
     return str(uuid.uuid4())
 
 
-class ConsumerGroups(GroupRoom[ConsumerGroup]):
+class ConsumerGroups(GroupRoom[ConsumerGroup, ConsumerGroupConfig]):
     kind = "consumer_group"
+    # GROUP resource config -> the ConsumerGroupConfig field it overrides (Kafka's GroupConfig).
+    group_configs = {"consumer.session.timeout.ms": "session_timeout_ms",
+                     "consumer.heartbeat.interval.ms": "heartbeat_interval_ms",
+                     "consumer.assignment.interval.ms": "assignment_interval_ms"}
 
     def __init__(self, records: RecordLog, config: ConsumerGroupConfig, topics: Topics, *,
                  new_member_id: Callable[[], str] = _new_member_id) -> None:
-        super().__init__(records)   # group_overrides: consumer.* over the broker's group.consumer.*
-        self.config = config
+        super().__init__(records, config)
         self._topics = topics  # the broker's topics, read live (name -> (topic id, partitions))
         self._new_member_id = new_member_id
-
-    def config_of(self, group_id: str) -> ConsumerGroupConfig:
-        overrides = self.group_overrides(group_id) if self.group_overrides is not None else {}
-        if not overrides:
-            return self.config
-        changes = {field: int(overrides[name]) for name, field in _GROUP_CONFIGS.items() if name in overrides}
-        return replace(self.config, **changes)
 
     # ------------------------------------------------------------------------------ heartbeat
     def invalid(self, req: HeartbeatRequest) -> HeartbeatReply | None:
@@ -250,22 +231,13 @@ class ConsumerGroups(GroupRoom[ConsumerGroup]):
         return out
 
     # ------------------------------------------------------------------------------ offsets
-    def validate_offset_commit(self, group_id: str, member_id: str, instance_id: str | None, member_epoch: int,
-                               *, transactional: bool, api_version: int) -> CommitCheck:
-        """Kafka's ConsumerGroup.validateOffsetCommit."""
-        group = self.groups[group_id]
-        if member_epoch < 0 and not group.members:
-            return CommitCheck()
-        if (transactional and member_epoch == UNKNOWN_GENERATION_ID and member_id == ""
-                and instance_id is None):
-            return CommitCheck()
-        member = group.members.get(member_id)
-        if member is None:
-            return CommitCheck(ErrorCode.unknown_member_id, f"Member {member_id} is not a member of group {group_id}.")
-        # A classic member of a mixed group commits with its generation: older versions are fine
-        # and a mismatch is ILLEGAL_GENERATION, as its client expects.
+    def _check_member_commit(self, group: ConsumerGroup, member: ConsumerGroupMember, member_epoch: int,
+                             transactional: bool, api_version: int) -> CommitCheck:
+        """Kafka's ConsumerGroup.validateOffsetCommit after the member is found. A classic member of
+        a mixed group commits with its generation: older versions are fine and a mismatch is
+        ILLEGAL_GENERATION, as its client expects."""
         classic = member.uses_classic_protocol
-        stale = ErrorCode.illegal_generation if classic else ErrorCode.stale_member_epoch
+        stale = self.stale_epoch_code(member)
         if not transactional and not classic and api_version < 9:
             return CommitCheck(ErrorCode.unsupported_version, "OffsetCommit version 9 or above must be used by "
                                                               "members using the consumer group protocol")
@@ -286,27 +258,10 @@ class ConsumerGroups(GroupRoom[ConsumerGroup]):
 
         return CommitCheck(partition_error=partition_error)
 
-    def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:
-        """Kafka's ConsumerGroup.validateOffsetFetch (OffsetFetch v9+ sends the member)."""
-        if member_id is None and member_epoch < 0:
-            return ErrorCode.none
-        member = self.groups[group_id].members.get(member_id or "")
-        if member is None:
-            return ErrorCode.unknown_member_id
-        if member_epoch == member.member_epoch:
-            return ErrorCode.none
+    def stale_epoch_code(self, member: ConsumerGroupMember) -> ErrorCode:
         return ErrorCode.illegal_generation if member.uses_classic_protocol else ErrorCode.stale_member_epoch
 
     # ------------------------------------------------------------------------------ admin
-    def list_groups(self, states: Iterable[str] = ()) -> list[ConsumerGroup]:
-        wanted = {s.strip().lower() for s in states}
-        return [g for _gid, g in sorted(self.groups.items())
-                if not wanted or g.state.value.lower() in wanted]
-
-    def deletable(self, group_id: str) -> ErrorCode:
-        group = self.groups[group_id]
-        return ErrorCode.none if group.state is ConsumerGroupState.EMPTY else ErrorCode.non_empty_group
-
     def tombstones(self, group_id: str) -> list[rec.Record]:
         """Kafka's ConsumerGroup.createGroupTombstoneRecords, in its order."""
         g = self.groups[group_id]
@@ -319,16 +274,5 @@ class ConsumerGroups(GroupRoom[ConsumerGroup]):
         out += [rec.partition_metadata_tombstone(group_id), rec.group_epoch_tombstone(group_id)]
         return out
 
-
     def subscribed_topics(self, group_id: str) -> frozenset[str]:
         return self.groups[group_id].subscribed_topic_names()
-
-
-
-
-
-
-# GROUP resource config -> the ConsumerGroupConfig field it overrides (Kafka's GroupConfig).
-_GROUP_CONFIGS = {"consumer.session.timeout.ms": "session_timeout_ms",
-                  "consumer.heartbeat.interval.ms": "heartbeat_interval_ms",
-                  "consumer.assignment.interval.ms": "assignment_interval_ms"}

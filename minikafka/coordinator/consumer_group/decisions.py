@@ -30,7 +30,6 @@ from typing import Final
 
 from minikafka.coordinator.consumer_group import records as rec
 from minikafka.coordinator.consumer_group.assignors import ASSIGNORS
-from minikafka.coordinator.consumer_group.metadata_hash import group_hash, topic_hash
 from minikafka.coordinator.consumer_group.reconcile import UnknownMemberState, reconcile
 from minikafka.coordinator.consumer_group.state import (
     JOIN_GROUP_MEMBER_EPOCH,
@@ -41,6 +40,8 @@ from minikafka.coordinator.consumer_group.state import (
     ConsumerGroupMember,
     MemberState,
 )
+from minikafka.coordinator.group_room import GroupDraft
+from minikafka.coordinator.metadata_hash import topics_hash
 from minikafka.protocol.errors import ErrorCode
 
 # topic name -> (topic id, partitions): the broker's topics, as the coordinator sees them
@@ -216,27 +217,11 @@ def _fence_static(member: ConsumerGroupMember | None, group_id: str, member_id: 
     return member
 
 
-class _Draft:
-    """The group being changed by one operation, and the records the change needs, in order."""
-
-    def __init__(self, group: ConsumerGroup) -> None:
-        self.group = group
-        self.records: list[rec.Record] = []
-
-    def put_member(self, member: ConsumerGroupMember) -> None:
-        self.group = replace(self.group, members={**self.group.members, member.member_id: member})
-
-    def remove_member(self, member_id: str) -> None:
-        """Kafka's removeMember: the member's three records go, in this order."""
-        gid = self.group.group_id
-        self.records += [rec.current_assignment_tombstone(gid, member_id),
-                         rec.target_assignment_member_tombstone(gid, member_id),
-                         rec.member_metadata_tombstone(gid, member_id)]
-        members = dict(self.group.members)
-        members.pop(member_id, None)
-        target = dict(self.group.target_assignment)
-        target.pop(member_id, None)
-        self.group = replace(self.group, members=members, target_assignment=target)
+class _Draft(GroupDraft[ConsumerGroup]):
+    def member_tombstones(self, group_id: str, member_id: str) -> list[rec.Record]:
+        return [rec.current_assignment_tombstone(group_id, member_id),
+                rec.target_assignment_member_tombstone(group_id, member_id),
+                rec.member_metadata_tombstone(group_id, member_id)]
 
     def put_metadata(self, before: ConsumerGroupMember, updated: ConsumerGroupMember) -> bool:
         """The member with what its request told (a MemberMetadata record when that changed, or
@@ -368,8 +353,7 @@ def _subscribed_metadata(group: ConsumerGroup, topics: Topics) -> dict[str, tupl
 
 def group_metadata_hash(group: ConsumerGroup, topics: Topics) -> int:
     """ConsumerGroupMetadataValue.MetadataHash of the topics the group subscribes to now."""
-    metadata = _subscribed_metadata(group, topics)
-    return group_hash({name: topic_hash(name, tid, n) for name, (tid, n) in metadata.items()})
+    return topics_hash(group.subscribed_topic_names(), topics)
 
 
 def _regex_subscribers(group: ConsumerGroup, regex: str) -> int:

@@ -39,6 +39,7 @@ from minikafka.coordinator.consumer_group.state import (
 from minikafka.protocol.binary import Reader
 from minikafka.protocol.wire_write import (
     array_length,
+    compact_int32s,
     coordinator_key,
     nullable_string,
     string,
@@ -69,20 +70,16 @@ class CorruptConsumerGroupRecord(Exception):
 
 
 # ---------------------------------------------------------------------------------------- writer
-def _int32s(values: Iterable[int]) -> bytes:
-    vs = list(values)
-    return array_length(len(vs), True) + struct.pack(f">{len(vs)}i", *vs)
-
 
 def _topic_partitions(parts: Iterable[TopicIdPartition], epochs: Mapping[TopicIdPartition, int] | None = None) -> bytes:
     grouped = by_topic(parts)
     out = bytearray(array_length(len(grouped), True))
     for tid, ps in grouped.items():
-        out += tid.bytes + _int32s(ps)
+        out += tid.bytes + compact_int32s(ps)
         if epochs is None:
             out += _NO_TAGS
         else:
-            out += tagged_fields([(0, _int32s(epochs.get((tid, p), 0) for p in ps))])
+            out += tagged_fields([(0, compact_int32s(epochs.get((tid, p), 0) for p in ps))])
     return bytes(out)
 
 
@@ -167,9 +164,6 @@ def _reader(data: bytes) -> Reader:
     return Reader(data, CorruptConsumerGroupRecord)
 
 
-def _read_int32s(r: Reader) -> list[int]:
-    return [r.i32() for _ in range(r.compact_len())]
-
 
 def _read_topic_partitions(r: Reader) -> tuple[list[TopicIdPartition], dict[TopicIdPartition, int]]:
     """A [TopicPartitions] array, with the AssignmentEpochs tag where present."""
@@ -177,11 +171,11 @@ def _read_topic_partitions(r: Reader) -> tuple[list[TopicIdPartition], dict[Topi
     epochs: dict[TopicIdPartition, int] = {}
     for _ in range(r.compact_len()):
         tid = uuid.UUID(bytes=r.take(16))
-        ps = _read_int32s(r)
+        ps = r.compact_int32s()
         tags = r.tags()
         parts.extend((tid, p) for p in ps)
         if 0 in tags:
-            es = _read_int32s(_reader(tags[0]))
+            es = _reader(tags[0]).compact_int32s()
             epochs.update(((tid, p), e) for p, e in zip(ps, es, strict=False))
     return parts, epochs
 

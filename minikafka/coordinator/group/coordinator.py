@@ -28,7 +28,7 @@ import structlog
 
 from minikafka.coordinator.consumer_group import records as consumer_records
 from minikafka.coordinator.consumer_group.classic_members import ClassicJoin, ClassicMemberImage
-from minikafka.coordinator.consumer_group.coordinator import CommitCheck, ConsumerGroups
+from minikafka.coordinator.consumer_group.coordinator import ConsumerGroups
 from minikafka.coordinator.consumer_group.embedded import MalformedConsumerProtocol
 from minikafka.coordinator.consumer_group.decisions import ConsumerGroupConfig, HeartbeatReply, HeartbeatRequest
 from minikafka.coordinator.group import decisions, offsets_log
@@ -42,6 +42,7 @@ from minikafka.coordinator.group.decisions import (
     SyncResult,
 )
 from minikafka.coordinator.group.state import Group, GroupEvent, GroupState, OffsetAndMetadata, next_state
+from minikafka.coordinator.group_room import CommitCheck
 from minikafka.coordinator.ports import LogRecord, RecordLog, TransactionalRecords
 from minikafka.coordinator.streams_group import decisions as streams_decisions
 from minikafka.coordinator.streams_group import records as streams_records
@@ -278,8 +279,7 @@ class GroupCoordinator:
 
     async def _expire_group_offsets(self, gid: str, now_ms: int) -> int:
         room = self._modern_room(gid)
-        is_consumer = room is not None
-        group = None if is_consumer else self.groups.get(gid)
+        group = None if room is not None else self.groups.get(gid)
         if room is not None and not room.is_empty(gid) or room is None and group is None:
             return 0
         offsets = self.offsets.get(gid, {})
@@ -287,7 +287,7 @@ class GroupCoordinator:
         # offsetExpirationCondition); a classic group's from when it became Empty.
         expired = decisions.expired_offsets(group, offsets, now_ms, self.offsets_retention_ms,
                                             pending=self._pending_partitions(gid))
-        empty = is_consumer or group is not None and group.state is GroupState.EMPTY
+        empty = room is not None or group is not None and group.state is GroupState.EMPTY
         drop_group = empty and len(expired) == len(offsets) and not self._has_pending(gid)
         records: list[tuple[bytes, bytes | None]] = [(offsets_log.offset_commit_key(gid, tp), None) for tp in expired]
         if drop_group:
@@ -335,11 +335,12 @@ class GroupCoordinator:
     async def join_group(self, req: JoinRequest, now_ms: int) -> JoinResult:
         if self._closed:
             return JoinResult(error=ErrorCode.not_coordinator, member_id=req.member_id)
-        if self.streams.owns(req.group_id) and not self.streams.is_empty(req.group_id):
-            return JoinResult(error=ErrorCode.inconsistent_group_protocol, member_id="")  # Kafka's classicGroupJoin
-        if self._modern_room(req.group_id) is not None:
-            if self._is_consumer_group(req.group_id) and not self.consumer.is_empty(req.group_id):
+        room = self._modern_room(req.group_id)
+        if room is not None and not room.is_empty(req.group_id):
+            if room is self.consumer:
                 return await self._classic_join_to_consumer_group(req, now_ms)
+            return JoinResult(error=ErrorCode.inconsistent_group_protocol, member_id="")  # Kafka's classicGroupJoin
+        if room is not None:
             # An empty consumer or streams group becomes a classic group: its records go first.
             await self._log.append(self.partition_for(req.group_id), self._group_tombstones(req.group_id), now_ms)
             self._forget_group(req.group_id)
@@ -419,18 +420,15 @@ class GroupCoordinator:
         heartbeat (its tombstone goes in the same batch), as Kafka's getOrCreateStreamsGroup."""
         if self._closed:
             return HeartbeatResult(streams_decisions.HeartbeatReply(error=ErrorCode.not_coordinator))
-        invalid = self.streams.invalid(req)
-        if invalid is not None:
-            return HeartbeatResult(invalid)
         classic = self.groups.get(req.group_id)
+        live_classic = classic is not None and classic.state is not GroupState.DEAD
+        if self._is_consumer_group(req.group_id) or live_classic and (
+                req.member_epoch != 0 or classic.state is not GroupState.EMPTY):
+            # A malformed request hears of that first, as Kafka validates before looking.
+            return HeartbeatResult(self.streams.invalid(req) or streams_decisions.HeartbeatReply(
+                error=ErrorCode.group_id_not_found, message=f"Group {req.group_id} is not a streams group."))
         replaced: list[tuple[bytes, bytes | None]] = []
-        not_streams = streams_decisions.HeartbeatReply(
-            error=ErrorCode.group_id_not_found, message=f"Group {req.group_id} is not a streams group.")
-        if self._is_consumer_group(req.group_id):
-            return HeartbeatResult(not_streams)
-        if classic is not None and classic.state is not GroupState.DEAD:
-            if req.member_epoch != 0 or classic.state is not GroupState.EMPTY:
-                return HeartbeatResult(not_streams)
+        if live_classic:
             replaced = [(offsets_log.group_metadata_key(req.group_id), None)]
         self._log.ensure_created(now_ms)
         result = await self.streams.heartbeat(req, now_ms, replaced)

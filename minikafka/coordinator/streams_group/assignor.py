@@ -59,8 +59,6 @@ from fractions import Fraction
 
 from minikafka.coordinator.streams_group.state import TaskId, TasksTuple
 
-NAME = "sticky"
-
 
 class TaskAssignorError(Exception):
     """The assignment cannot be computed (Kafka: TaskAssignorException)."""

@@ -12,12 +12,11 @@ describes and deletes them, and drives the timers.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import structlog
 
-from minikafka.coordinator.consumer_group.coordinator import UNKNOWN_GENERATION_ID, CommitCheck
 from minikafka.coordinator.ports import RecordLog
 from minikafka.coordinator.streams_group import decisions
 from minikafka.coordinator.streams_group import records as rec
@@ -27,20 +26,12 @@ from minikafka.coordinator.streams_group.state import (
     METADATA_FIELDS,
     StreamsGroup,
     StreamsGroupMember,
-    StreamsGroupState,
     TopicInfo,
 )
-from minikafka.coordinator.group_room import GroupRoom, with_entry
+from minikafka.coordinator.group_room import CommitCheck, GroupRoom, with_entry
 from minikafka.protocol.errors import ErrorCode
 
 log = structlog.get_logger("minikafka.coordinator.streams_group")
-
-# GROUP resource configs -> the StreamsGroupConfig field they override (Kafka's GroupConfig).
-GROUP_CONFIGS = {"streams.session.timeout.ms": "session_timeout_ms",
-                 "streams.heartbeat.interval.ms": "heartbeat_interval_ms",
-                 "streams.num.standby.replicas": "num_standby_replicas",
-                 "streams.initial.rebalance.delay.ms": "initial_rebalance_delay_ms",
-                 "streams.assignment.interval.ms": "assignment_interval_ms"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,18 +40,18 @@ class HeartbeatResult:
     topics_to_create: tuple[TopicInfo, ...] = ()
 
 
-class StreamsGroups(GroupRoom[StreamsGroup]):
+class StreamsGroups(GroupRoom[StreamsGroup, StreamsGroupConfig]):
     kind = "streams_group"
+    # GROUP resource config -> the StreamsGroupConfig field it overrides (Kafka's GroupConfig).
+    group_configs = {"streams.session.timeout.ms": "session_timeout_ms",
+                     "streams.heartbeat.interval.ms": "heartbeat_interval_ms",
+                     "streams.num.standby.replicas": "num_standby_replicas",
+                     "streams.initial.rebalance.delay.ms": "initial_rebalance_delay_ms",
+                     "streams.assignment.interval.ms": "assignment_interval_ms"}
 
     def __init__(self, records: RecordLog, config: StreamsGroupConfig, topics: Topics) -> None:
-        super().__init__(records)   # group_overrides: streams.* over the broker's group.streams.*
-        self.config = config
+        super().__init__(records, config)
         self._topics = topics
-
-    def config_of(self, group_id: str) -> StreamsGroupConfig:
-        overrides = self.group_overrides(group_id) if self.group_overrides is not None else {}
-        changes = {f: int(overrides[name]) for name, f in GROUP_CONFIGS.items() if name in overrides}
-        return replace(self.config, **changes) if changes else self.config
 
     # ------------------------------------------------------------------------------ heartbeat
     def invalid(self, req: HeartbeatRequest) -> HeartbeatReply | None:
@@ -77,8 +68,6 @@ class StreamsGroups(GroupRoom[StreamsGroup]):
             if not await self._write(req.group_id, [*replaced_classic, *outcome.records], outcome.group, now_ms):
                 return HeartbeatResult(HeartbeatReply(error=ErrorCode.not_coordinator))
             return HeartbeatResult(outcome.reply, outcome.topics_to_create)
-
-
 
     # ------------------------------------------------------------------------------ timers
     def next_deadline(self) -> int | None:
@@ -177,17 +166,10 @@ class StreamsGroups(GroupRoom[StreamsGroup]):
         return out
 
     # ------------------------------------------------------------------------------ offsets
-    def validate_offset_commit(self, group_id: str, member_id: str, instance_id: str | None, member_epoch: int,
-                               *, transactional: bool, api_version: int) -> CommitCheck:
-        """Kafka's StreamsGroup.validateOffsetCommit."""
-        group = self.groups[group_id]
-        if member_epoch < 0 and not group.members:
-            return CommitCheck()
-        if transactional and member_epoch == UNKNOWN_GENERATION_ID and member_id == "" and instance_id is None:
-            return CommitCheck()
-        member = group.members.get(member_id)
-        if member is None:
-            return CommitCheck(ErrorCode.unknown_member_id, f"Member {member_id} is not a member of group {group_id}.")
+    def _check_member_commit(self, group: StreamsGroup, member: StreamsGroupMember, member_epoch: int,
+                             transactional: bool, api_version: int) -> CommitCheck:
+        """Kafka's StreamsGroup.validateOffsetCommit after the member is found: an older member
+        epoch is accepted for a task the member got at or before it."""
         if not transactional and api_version < 9:
             return CommitCheck(ErrorCode.unsupported_version, "OffsetCommit version 9 or above must be used by "
                                                               "members using the streams group protocol")
@@ -209,23 +191,7 @@ class StreamsGroups(GroupRoom[StreamsGroup]):
 
         return CommitCheck(partition_error=partition_error)
 
-    def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:
-        if member_id is None and member_epoch < 0:
-            return ErrorCode.none
-        member = self.groups[group_id].members.get(member_id or "")
-        if member is None:
-            return ErrorCode.unknown_member_id
-        return ErrorCode.none if member_epoch == member.member_epoch else ErrorCode.stale_member_epoch
-
     # ------------------------------------------------------------------------------ admin
-    def list_groups(self, states: Iterable[str] = ()) -> list[StreamsGroup]:
-        wanted = {s.strip().lower() for s in states}
-        return [g for _gid, g in sorted(self.groups.items()) if not wanted or g.state.value.lower() in wanted]
-
-    def deletable(self, group_id: str) -> ErrorCode:
-        group = self.groups[group_id]
-        return ErrorCode.none if group.state is StreamsGroupState.EMPTY else ErrorCode.non_empty_group
-
     def tombstones(self, group_id: str) -> list[rec.Record]:
         """Kafka's StreamsGroup.createGroupTombstoneRecords, in its order."""
         g = self.groups[group_id]

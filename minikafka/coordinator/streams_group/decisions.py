@@ -31,7 +31,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from minikafka.coordinator.consumer_group.metadata_hash import group_hash, topic_hash
+from minikafka.coordinator.group_room import GroupDraft
+from minikafka.coordinator.metadata_hash import topics_hash
 from minikafka.coordinator.streams_group import records as rec
 from minikafka.coordinator.streams_group import topology as topo
 from minikafka.coordinator.streams_group.assignor import AssignorMember, assign
@@ -47,6 +48,7 @@ from minikafka.coordinator.streams_group.state import (
     StreamsGroupMember,
     TaskId,
     TasksTuple,
+    by_subtopology,
     TopicInfo,
     Topology,
 )
@@ -229,35 +231,19 @@ def assignment_configs(cfg: StreamsGroupConfig) -> tuple[tuple[str, str], ...]:
 
 def metadata_hash(topology: Topology | None, topics: Topics) -> int:
     """StreamsGroupMetadataValue.MetadataHash: the required topics that exist."""
-    if topology is None:
-        return 0
-    return group_hash({name: topic_hash(name, *topics[name]) for name in topo.required_topics(topology)
-                       if name in topics})
+    return 0 if topology is None else topics_hash(topo.required_topics(topology), topics)
 
 
 def _partitions(topics: Topics) -> dict[str, int]:
     return {name: n for name, (_tid, n) in topics.items()}
 
 
-class _Draft:
-    def __init__(self, group: StreamsGroup) -> None:
-        self.group = group
-        self.records: list[rec.Record] = []
-
-    def put_member(self, member: StreamsGroupMember) -> None:
-        self.group = replace(self.group, members={**self.group.members, member.member_id: member})
-
-    def remove_member(self, member_id: str) -> None:
-        """Kafka's removeStreamsMember: the member's three records, in this order."""
-        gid = self.group.group_id
-        self.records += [rec.current_member_assignment_tombstone(gid, member_id),
-                         rec.target_assignment_member_tombstone(gid, member_id),
-                         rec.member_metadata_tombstone(gid, member_id)]
-        members = dict(self.group.members)
-        members.pop(member_id, None)
-        target = dict(self.group.target_assignment)
-        target.pop(member_id, None)
-        self.group = replace(self.group, members=members, target_assignment=target)
+class _Draft(GroupDraft[StreamsGroup]):
+    def member_tombstones(self, group_id: str, member_id: str) -> list[rec.Record]:
+        """Kafka's removeStreamsMember."""
+        return [rec.current_member_assignment_tombstone(group_id, member_id),
+                rec.target_assignment_member_tombstone(group_id, member_id),
+                rec.member_metadata_tombstone(group_id, member_id)]
 
     def bump(self, metadata_hash: int, validated: int, configs: tuple[tuple[str, str], ...] | None) -> None:
         g = self.group
@@ -267,7 +253,7 @@ class _Draft:
                              last_assignment_configs=configs)
 
 
-def _topology_from_request(d: _Draft, req: HeartbeatRequest, status: list[tuple[int, str]]) -> Topology:
+def _topology_from_request(d: _Draft, req: HeartbeatRequest) -> Topology:
     group = d.group
     if req.topology is not None:
         if group.topology is None:
@@ -329,7 +315,7 @@ def _heartbeat(group: StreamsGroup | None, req: HeartbeatRequest, cfg: StreamsGr
     d.put_member(updated)
 
     # 4. the topology
-    topology = _topology_from_request(d, req, status)
+    topology = _topology_from_request(d, req)
     if updated.topology_epoch < topology.epoch:
         status.append((topo.STALE_TOPOLOGY, f"The member's topology epoch {updated.topology_epoch} is behind the "
                                             f"group's topology epoch {topology.epoch}."))
@@ -464,11 +450,7 @@ def _reconcile(group: StreamsGroup, member: StreamsGroupMember, target_epoch: in
                owned: TasksTuple | None) -> StreamsGroupMember:
     if member.state is MemberState.STABLE and member.member_epoch == target_epoch:
         return member
-    # Every member's recorded tasks, the member's own included, as Kafka's task -> process maps:
-    # a task its own process still holds in another role is not given yet either.
-    process_of = {mid: m.process_id for mid, m in group.members.items()}
-    active = {t: process_of[mid] for t, mid in group.active_owners().items()}
-    standby = {t: {process_of[mid] for mid in mids} for t, mids in group.standby_owners().items()}
+    active, standby = group.task_processes()
     try:
         return reconcile(member, target_epoch, target, active, standby, owned)
     except UnknownMemberState as exc:
@@ -480,19 +462,12 @@ def endpoint_partitions(group: StreamsGroup, updated: StreamsGroupMember, topics
     updated member last, as Kafka lists it)."""
     if group.topology is None:
         return ()
-    sources = {s.subtopology_id: sorted({*s.source_topics, *(t.name for t in s.repartition_source_topics)})
-               for s in group.topology.subtopologies}
+    read_by = {s.subtopology_id: sorted(set(topo.sources(s))) for s in group.topology.subtopologies}
 
     def partitions(tasks: frozenset[TaskId]) -> tuple[tuple[str, tuple[int, ...]], ...]:
-        out = []
-        by_sub: dict[str, list[int]] = {}
-        for sub, p in sorted(tasks):
-            by_sub.setdefault(sub, []).append(p)
-        for sub, parts in by_sub.items():
-            for topic in sources.get(sub, ()):
-                n = topics[topic][1] if topic in topics else 0
-                out.append((topic, tuple(parts[:n]) if n < len(parts) else tuple(parts)))
-        return tuple(out)
+        # Task i reads partition i of each source topic; a topic with fewer partitions has no more.
+        return tuple((topic, tuple(parts[:topics[topic][1] if topic in topics else 0]))
+                     for sub, parts in by_subtopology(tasks).items() for topic in read_by.get(sub, ()))
 
     order = [m for mid, m in sorted(group.members.items()) if mid != updated.member_id] + [updated]
     return tuple(EndpointPartitions(endpoint=m.user_endpoint, active=partitions(m.assigned.active),

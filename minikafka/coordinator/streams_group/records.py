@@ -70,7 +70,14 @@ from minikafka.coordinator.streams_group.state import (
     Topology,
 )
 from minikafka.protocol.binary import Reader
-from minikafka.protocol.wire_write import array_length, coordinator_key, nullable_string, string, tagged_fields
+from minikafka.protocol.wire_write import (
+    array_length,
+    compact_int32s,
+    coordinator_key,
+    nullable_string,
+    string,
+    tagged_fields,
+)
 
 GROUP_METADATA = 17
 MEMBER_METADATA = 19
@@ -106,10 +113,6 @@ def _strings(values: Iterable[str]) -> bytes:
     return array_length(len(vs), True) + b"".join(string(v, True) for v in vs)
 
 
-def _int32s(values: Iterable[int]) -> bytes:
-    vs = list(values)
-    return array_length(len(vs), True) + struct.pack(f">{len(vs)}i", *vs)
-
 
 def _int16s(values: Iterable[int]) -> bytes:
     vs = list(values)
@@ -128,11 +131,11 @@ def _task_ids(tasks: Iterable[TaskId], epochs: Mapping[TaskId, int] | None = Non
     grouped = by_subtopology(tasks)
     out = bytearray(array_length(len(grouped), True))
     for sub, ps in grouped.items():
-        out += string(sub, True) + _int32s(ps)
+        out += string(sub, True) + compact_int32s(ps)
         if epochs is None:
             out += _NO_TAGS
         else:
-            out += tagged_fields([(0, _int32s(epochs.get((sub, p), default_epoch) for p in ps))])
+            out += tagged_fields([(0, compact_int32s(epochs.get((sub, p), default_epoch) for p in ps))])
     return bytes(out)
 
 
@@ -269,9 +272,6 @@ def _read_strings(r: Reader) -> tuple[str, ...]:
     return tuple(r.compact_string() for _ in range(r.compact_len()))
 
 
-def _read_int32s(r: Reader) -> list[int]:
-    return [r.i32() for _ in range(r.compact_len())]
-
 
 def _read_int16s(r: Reader) -> tuple[int, ...]:
     return tuple(r.i16() for _ in range(r.compact_len()))
@@ -294,11 +294,11 @@ def _read_task_ids(r: Reader, member_epoch: int = 0,
     tasks: list[TaskId] = []
     for _ in range(r.compact_len()):
         sub = r.compact_string()
-        ps = _read_int32s(r)
+        ps = r.compact_int32s()
         tags = r.tags()
         tasks.extend((sub, p) for p in ps)
         if epochs is not None:
-            es = _read_int32s(_reader(tags[0])) if 0 in tags else []
+            es = _reader(tags[0]).compact_int32s() if 0 in tags else []
             if len(es) != len(ps):
                 es = [member_epoch] * len(ps)
             epochs.update(((sub, p), e) for p, e in zip(ps, es, strict=True))

@@ -58,10 +58,6 @@ class MemberState(enum.IntEnum):
     UNKNOWN = 127
 
 
-def task_order(task: TaskId) -> tuple[str, int]:
-    return task
-
-
 def by_subtopology(tasks: Iterable[TaskId]) -> dict[str, list[int]]:
     """{subtopology id: sorted partitions}, subtopologies sorted (the wire and record shape)."""
     out: dict[str, list[int]] = {}
@@ -88,11 +84,6 @@ class TasksTuple:
     def union(self, other: TasksTuple) -> TasksTuple:
         return TasksTuple(self.active | other.active, self.standby | other.standby, self.warmup | other.warmup)
 
-    def minus(self, other: TasksTuple) -> TasksTuple:
-        return TasksTuple(self.active - other.active, self.standby - other.standby, self.warmup - other.warmup)
-
-    def intersect(self, other: TasksTuple) -> TasksTuple:
-        return TasksTuple(self.active & other.active, self.standby & other.standby, self.warmup & other.warmup)
 
 
 EMPTY_TASKS: Final = TasksTuple()
@@ -247,25 +238,19 @@ class StreamsGroup:
                 return StreamsGroupState.RECONCILING
         return StreamsGroupState.STABLE
 
-    def static_member_id(self, instance_id: str) -> str | None:
-        for m in self.members.values():
-            if m.instance_id == instance_id:
-                return m.member_id
-        return None
-
     def target_of(self, member_id: str) -> TasksTuple:
         return self.target_assignment.get(member_id, EMPTY_TASKS)
 
-    def active_owners(self, excluding: str | None = None) -> dict[TaskId, str]:
-        """Who owns each active task (assigned or pending revocation)."""
-        return {t: m.member_id for m in self.members.values() if m.member_id != excluding
-                for t in m.owned().active}
-
-    def standby_owners(self, excluding: str | None = None) -> dict[TaskId, set[str]]:
-        out: dict[TaskId, set[str]] = {}
+    def task_processes(self) -> tuple[dict[TaskId, str], dict[TaskId, set[str]]]:
+        """Kafka's task -> process maps, from every member's recorded tasks (assigned or pending
+        revocation): the process running each active task, and the processes holding each as a
+        standby or warm-up."""
+        active: dict[TaskId, str] = {}
+        others: dict[TaskId, set[str]] = {}
         for m in self.members.values():
-            if m.member_id != excluding:
-                owned = m.owned()
-                for t in owned.standby | owned.warmup:
-                    out.setdefault(t, set()).add(m.member_id)
-        return out
+            owned = m.owned()
+            for t in owned.active:
+                active[t] = m.process_id
+            for t in owned.standby | owned.warmup:
+                others.setdefault(t, set()).add(m.process_id)
+        return active, others

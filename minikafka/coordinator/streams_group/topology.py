@@ -20,7 +20,7 @@ InvalidTopology: the heartbeat fails with STREAMS_INVALID_TOPOLOGY.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from minikafka.coordinator.streams_group.state import ConfiguredTopology, Subtopology, TopicInfo, Topology
 
@@ -62,15 +62,19 @@ def required_topics(topology: Topology) -> frozenset[str]:
     return frozenset(out)
 
 
+def sources(s: Subtopology) -> list[str]:
+    """The topics a subtopology reads: its source topics, then its repartition topics."""
+    return [*s.source_topics, *(t.name for t in s.repartition_source_topics)]
+
+
+def _counter(partitions: Mapping[str, int], decided: Mapping[str, int]) -> Callable[[str], int]:
+    """A topic's partition count: the broker's, or the one decided for an internal topic to create."""
+    return lambda topic: partitions[topic] if topic in partitions else decided[topic]
+
+
 def source_topic_subtopologies(topology: Topology) -> dict[str, str]:
     """topic -> the subtopology that reads it (offset commits are checked against its tasks)."""
-    out: dict[str, str] = {}
-    for s in topology.subtopologies:
-        for t in s.source_topics:
-            out[t] = s.subtopology_id
-        for info in s.repartition_source_topics:
-            out[info.name] = s.subtopology_id
-    return out
+    return {topic: s.subtopology_id for s in topology.subtopologies for topic in sources(s)}
 
 
 def java_string_hash(s: str) -> int:
@@ -109,13 +113,8 @@ def configure(topology: Topology, partitions: Mapping[str, int]) -> ConfiguredTo
     except _TopicConfiguration as exc:
         return ConfiguredTopology(topology.epoch, error=(exc.status, str(exc)))
 
-    def count(topic: str) -> int:
-        return partitions[topic] if topic in partitions else decided[topic]
-
-    task_counts = {}
-    for s in topology.subtopologies:
-        sources = [*s.source_topics, *(t.name for t in s.repartition_source_topics)]
-        task_counts[s.subtopology_id] = max(count(t) for t in sources)
+    count = _counter(partitions, decided)
+    task_counts = {s.subtopology_id: max(count(t) for t in sources(s)) for s in topology.subtopologies}
 
     to_create: dict[str, TopicInfo] = {}
     for s in sorted(topology.subtopologies, key=lambda s: s.subtopology_id):
@@ -126,6 +125,7 @@ def configure(topology: Topology, partitions: Mapping[str, int]) -> ConfiguredTo
                 to_create[name] = TopicInfo(name, info.partitions or decided[name], info.replication_factor,
                                             info.configs)
     inserted = list(to_create)
+    internal = {name: info.partitions for name, info in to_create.items()}
     for name in sorted(required_topics(topology)):
         if name in partitions and name in to_create:
             expected = to_create.pop(name).partitions
@@ -139,8 +139,6 @@ def configure(topology: Topology, partitions: Mapping[str, int]) -> ConfiguredTo
     error = None
     if missing:
         error = (MISSING_INTERNAL_TOPICS, "Internal topics are missing: " + summarize([t.name for t in missing]))
-    internal = {info.name: info.partitions or decided[info.name] for s in topology.subtopologies
-                for info in (*s.repartition_source_topics, *s.state_changelog_topics)}
     return ConfiguredTopology(topology.epoch, task_counts=task_counts, internal_topics_to_create=missing,
                               internal_partitions=internal, error=error)
 
@@ -154,9 +152,7 @@ def _decide_partition_counts(topology: Topology, partitions: Mapping[str, int]) 
     if missing:
         raise _TopicConfiguration(MISSING_SOURCE_TOPICS, f"Source topics {summarize(missing)} are missing.")
     decided = _repartition_counts(subs, partitions)
-
-    def count(topic: str) -> int:
-        return partitions[topic] if topic in partitions else decided[topic]
+    count = _counter(partitions, decided)
 
     fixed = {t.name for s in subs for t in s.repartition_source_topics if t.partitions != 0}
     flexible = repartition - fixed
@@ -166,10 +162,9 @@ def _decide_partition_counts(topology: Topology, partitions: Mapping[str, int]) 
             topics |= {s.repartition_source_topics[i].name for i in group.repartition_source_topics}
             decided.update(_enforce_copartitioning(topics, fixed, flexible, count))
     for s in subs:
-        sources = [*s.source_topics, *(t.name for t in s.repartition_source_topics)]
-        if not sources:
+        if not sources(s):
             raise InvalidTopology(f"No source topics found for subtopology {s.subtopology_id}")
-        n = max(count(t) for t in sources)
+        n = max(count(t) for t in sources(s))
         for info in s.state_changelog_topics:
             decided[info.name] = n
     return decided
@@ -202,7 +197,8 @@ def _repartition_counts(subs: tuple[Subtopology, ...], partitions: Mapping[str, 
     return counts
 
 
-def _enforce_copartitioning(topics: set[str], fixed: set[str], flexible: set[str], count) -> dict[str, int]:  # type: ignore[no-untyped-def]
+def _enforce_copartitioning(topics: set[str], fixed: set[str], flexible: set[str],
+                            count: Callable[[str], int]) -> dict[str, int]:
     if not topics:
         return {}
     repartition = {t: count(t) for t in topics if t in fixed or t in flexible}

@@ -385,7 +385,7 @@ def test_a_classic_member_commits_with_its_generation() -> None:
 
 def test_metadata_hash_is_kafkas() -> None:
     """Vectors computed with hash4j 0.22.0 as Kafka 4.3.1's Utils.computeTopicHash/computeGroupHash."""
-    from minikafka.coordinator.consumer_group.metadata_hash import group_hash, topic_hash
+    from minikafka.coordinator.metadata_hash import group_hash, topic_hash
 
     foo = topic_hash("foo", uuid.UUID(int=(0x0123456789ABCDEF << 64) | 0xFEDCBA9876543210), 3)
     bar = topic_hash("bar", uuid.UUID(int=(0x1111111111111111 << 64) | 0x2222222222222222), 3,

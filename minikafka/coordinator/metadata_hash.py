@@ -1,11 +1,13 @@
-"""The MetadataHash of a consumer group (ConsumerGroupMetadataValue tag 0), as Kafka 4.1+ computes
-it (group-coordinator `Utils.computeTopicHash` / `computeGroupHash`, KIP-1101).
+"""The MetadataHash of a consumer or streams group (ConsumerGroupMetadataValue tag 0,
+StreamsGroupMetadataValue.MetadataHash), as Kafka 4.1+ computes it (group-coordinator
+`Utils.computeTopicHash` / `computeGroupHash`, KIP-1101).
 
 A topic's hash is XXH3-64 (seed 0) over, little-endian: a zero magic byte, the topic id's two
 64-bit halves (most significant first), the name (UTF-16 code units, then their count as an int32),
 the partition count, and for each partition its index followed by the sorted racks of its replicas
 (each as its length, the string, its length again). The group's hash is XXH3-64 over the topic
-hashes of its subscribed, existing topics, in topic-name order; 0 when there are none.
+hashes of the topics it depends on that exist (a consumer group's subscribed topics, a streams
+group's source, repartition and changelog topics), in topic-name order; 0 when there are none.
 
 The same value as Kafka's keeps `__consumer_offsets` byte-identical, and a data directory moved
 between Kafka and minikafka does not see a metadata change (a needless rebalance) on first use.
@@ -16,7 +18,7 @@ from __future__ import annotations
 import functools
 import struct
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import xxhash
 
@@ -48,6 +50,11 @@ def group_hash(topic_hashes: Mapping[str, int]) -> int:
         return 0
     data = b"".join(struct.pack("<q", topic_hashes[name]) for name in sorted(topic_hashes, key=_java_order))
     return _signed(xxhash.xxh3_64_intdigest(data))
+
+
+def topics_hash(names: Iterable[str], topics: Mapping[str, tuple[uuid.UUID, int]]) -> int:
+    """The group hash of the named topics that exist (`topics`: name -> (topic id, partitions))."""
+    return group_hash({name: topic_hash(name, *topics[name]) for name in names if name in topics})
 
 
 def _java_order(s: str) -> bytes:
