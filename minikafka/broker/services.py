@@ -92,10 +92,14 @@ class BrokerServices:
         if not self.config["auto.create.topics.enable"] or name.startswith("__"):
             return None
         try:
-            info = self.logs.create_topic(name, int(self.config["num.partitions"]), {},
-                                          now_ms=self.clock.now_ms())
+            return self.create_topic(name, int(self.config["num.partitions"]), {})
         except TopicError:
             return self.logs.topics.get(name)
+
+    def create_topic(self, name: str, partitions: int, configs: Mapping[str, str | None]) -> TopicInfo:
+        """A topic the broker creates itself (auto-creation, a streams group's internal topics),
+        its partitions wired to the fetch purgatory. Raises TopicError or OSError."""
+        info = self.logs.create_topic(name, partitions, configs, now_ms=self.clock.now_ms())
         self.watch_new_partitions(name)
         return info
 

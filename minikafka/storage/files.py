@@ -74,6 +74,7 @@ def atomic_write(path: Path, data: bytes, *, fsync: bool = True, mode: int | Non
 
 
 def fsync_dir(path: Path) -> None:
+    """fsync a directory (its entries), or a file: the same call."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -33,7 +33,17 @@ from kio.schema.streams_group_heartbeat.v0.request import (
 )
 from kio.static.primitive import i16, i32
 from rawclient import RawClient, ms, retry_while
-from test_consumer_protocol import UNSUPPORTED_VERSION, offset_commit
+from test_consumer_protocol import (
+    FENCED_MEMBER_EPOCH,
+    GROUP_ID_NOT_FOUND,
+    INVALID_REQUEST,
+    NONE,
+    RETRIABLE,
+    STALE_MEMBER_EPOCH,
+    UNKNOWN_MEMBER_ID,
+    UNSUPPORTED_VERSION,
+    offset_commit,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -45,10 +55,8 @@ FAST = {
     "group.streams.initial.rebalance.delay.ms": "0",
     "group.streams.assignment.interval.ms": "0",
 }
-NONE, UNKNOWN_MEMBER_ID, INVALID_REQUEST, GROUP_ID_NOT_FOUND = 0, 25, 42, 69
-FENCED_MEMBER_EPOCH, STALE_MEMBER_EPOCH, STREAMS_INVALID_TOPOLOGY = 110, 113, 130
-MISSING_SOURCE_TOPICS, INCORRECTLY_PARTITIONED_TOPICS, MISSING_INTERNAL_TOPICS = 1, 2, 3
-RETRIABLE = {14, 15, 16}
+STREAMS_INVALID_TOPOLOGY = 130
+MISSING_SOURCE_TOPICS, INCORRECTLY_PARTITIONED_TOPICS, MISSING_INTERNAL_TOPICS = 1, 2, 3  # heartbeat statuses
 
 
 @pytest.fixture
@@ -256,9 +264,8 @@ def test_copartitioned_sources_must_agree(broker: Any, raw: RawClient) -> None:
     a = Member(raw, app, new_id(), "p")
     resp = until("both sources seen", lambda: a.beat(topology),
                  lambda r: MISSING_SOURCE_TOPICS not in statuses(r), timeout=30)
-    expected = "Following topics do not have the same number of partitions: " + \
-        f"[{{{min(left, right)}={2 if min(left, right) == left else 3}, " + \
-        f"{max(left, right)}={3 if max(left, right) == right else 2}}}]"
+    counts = ", ".join(f"{t}={n}" for t, n in sorted({left: 2, right: 3}.items()))   # a Java TreeMap
+    expected = f"Following topics do not have the same number of partitions: [{{{counts}}}]"
     assert statuses(resp) == {INCORRECTLY_PARTITIONED_TOPICS: expected}
     assert describe(raw, app).state == "NotReady"
 
@@ -382,9 +389,10 @@ def test_streams_version_feature_turns_the_protocol_on_and_off(broker: Any, brok
     supported, finalized = features(off.bootstrap)
     assert supported["streams.version"] == (0, 1) and "streams.version" not in finalized
     with RawClient.connect(off.bootstrap) as c:
-        assert int(heartbeat(c, "g", new_id(), 0, topology=word_count_topology("g", "t")).error_code) == 35
+        joined = heartbeat(c, "g", new_id(), 0, topology=word_count_topology("g", "t"))
+        assert int(joined.error_code) == UNSUPPORTED_VERSION
         g = c.request(StreamsGroupDescribeRequest(group_ids=("g",), include_authorized_operations=False), 0).groups[0]
-        assert int(g.error_code) == 35
+        assert int(g.error_code) == UNSUPPORTED_VERSION
 
 
 def test_other_protocols_cannot_join_a_streams_group(broker: Any, raw: RawClient) -> None:

@@ -11,6 +11,7 @@ heartbeat finds them.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -136,7 +137,7 @@ class StreamsGroupHeartbeatHandler:
             if t.name in self.svc.logs.topics:
                 continue
             try:
-                self.svc.logs.create_topic(t.name, t.partitions, dict(t.configs), now_ms=self.svc.clock.now_ms())
+                self.svc.create_topic(t.name, t.partitions, dict(t.configs))
             except TopicError as exc:
                 if exc.error_code is not ErrorCode.topic_already_exists:
                     failed.append(f"{t.name} ({exc.error_code.name.upper()})")
@@ -145,7 +146,6 @@ class StreamsGroupHeartbeatHandler:
                 failed.append(f"{t.name} (KAFKA_STORAGE_ERROR)")
                 log.warning("streams_internal_topic_failed", topic=t.name, reason=str(exc))
                 continue
-            self.svc.watch_new_partitions(t.name)
             log.info("streams_internal_topic_created", topic=t.name, partitions=t.partitions)
         if not failed:
             return reply
@@ -153,7 +153,7 @@ class StreamsGroupHeartbeatHandler:
                                                                    else "") + "."
         status = tuple((code, text + detail) if code == topo.MISSING_INTERNAL_TOPICS else (code, text)
                        for code, text in reply.status)
-        return HeartbeatReply(**{**{f: getattr(reply, f) for f in reply.__dataclass_fields__}, "status": status})
+        return dataclasses.replace(reply, status=status)
 
     def _reply(self, reply: HeartbeatReply) -> messages.StreamsGroupHeartbeatResponse:
         tasks: TasksTuple | None = reply.tasks
