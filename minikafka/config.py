@@ -190,6 +190,14 @@ PROPS: tuple[Prop, ...] = (
     Prop("log.cleaner.min.compaction.lag.ms", _int, 0, _ge(0)),
     Prop("log.cleaner.max.compaction.lag.ms", _int, LONG_MAX, _ge(1)),
     Prop("log.cleaner.min.cleanable.ratio", _float, 0.5, lambda v: 0 <= v <= 1),
+    # The log cleaner (minikafka/storage/cleaner, one background task on the event loop).
+    Prop("log.cleaner.enable", _bool, True),
+    Prop("log.cleaner.threads", _int, 1, _ge(0)),  # accepted; one task cleans one log at a time
+    Prop("log.cleaner.backoff.ms", _int, 15000, _ge(0)),
+    Prop("log.cleaner.dedupe.buffer.size", _int, 134217728),
+    Prop("log.cleaner.io.buffer.size", _int, 524288, _ge(0)),
+    Prop("log.cleaner.io.buffer.load.factor", _float, 0.9),
+    Prop("log.cleaner.io.max.bytes.per.second", _float, 1.7976931348623157e308),
     Prop("log.local.retention.ms", _int, -2, _ge(-2)),
     Prop("log.local.retention.bytes", _int, -2, _ge(-2)),
     Prop("log.preallocate", _bool, False),
@@ -221,7 +229,7 @@ _LEGACY_IGNORED: frozenset[str] = frozenset({
     "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "queued.max.requests",
     "background.threads", "replica.lag.time.max.ms", "zookeeper.connect",
     "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
-    "log.cleaner.enable", "log.cleaner.threads", "metadata.log.dir",
+    "metadata.log.dir",
     "group.coordinator.rebalance.protocols", "auto.leader.rebalance.enable",
     "log.message.format.version", "inter.broker.protocol.version", "metric.reporters",
 })

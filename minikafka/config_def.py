@@ -83,6 +83,8 @@ def render_config_value(v: Any) -> str | None:
         return None
     if isinstance(v, bool):
         return "true" if v else "false"
+    if isinstance(v, float):
+        return java_double(v)
     return str(v)
 
 

@@ -25,8 +25,12 @@ AFTER_FIRST_MARKER = "txn.after_first_marker"            # the marker on the fir
 AFTER_ALL_MARKERS = "txn.after_all_markers"              # every marker written, Complete* not yet
 AFTER_TXN_OFFSET_COMMIT = "txn.after_txn_offset_commit"  # TxnOffsetCommit appended, no marker yet
 
+# Crash points of a log cleaner pass (storage/cleaner/swap.py names the same steps).
+CLEANER_STEPS = ("cleaner.after_cleaned", "cleaner.mid_swap_rename", "cleaner.after_swap",
+                 "cleaner.after_old_deleted", "cleaner.mid_final_rename")
+
 CRASH_POINTS = frozenset({AFTER_ADD_PARTITIONS, AFTER_TXN_PRODUCE, AFTER_PREPARE_COMMIT, AFTER_PREPARE_ABORT,
-                          AFTER_FIRST_MARKER, AFTER_ALL_MARKERS, AFTER_TXN_OFFSET_COMMIT})
+                          AFTER_FIRST_MARKER, AFTER_ALL_MARKERS, AFTER_TXN_OFFSET_COMMIT, *CLEANER_STEPS})
 
 
 class FaultInjector:

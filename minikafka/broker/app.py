@@ -17,6 +17,7 @@ from minikafka.broker.group_log import build_group_coordinator
 from minikafka.broker.handlers import default_handlers
 from minikafka.broker.handlers.write_txn_markers import LocalMarkerWriter
 from minikafka.broker.internal_topic import InternalTopicLog
+from minikafka.broker.log_cleaner import LogCleaner
 from minikafka.broker.producer_id_store import FileProducerIdBlockStore
 from minikafka.broker.purgatory import FetchPurgatory
 from minikafka.broker.request_memory import RequestMemoryPool
@@ -132,11 +133,14 @@ class Broker:
                                   max_connections_per_ip=int(config["max.connections.per.ip"]),
                                   throttler=Throttler(self.services.quotas, self.clock.now_ms))
         self.fd_budget = {"fd_limit": fd_limit, "open_files": open_files, "connections": socket_fds}
+        self.cleaner = LogCleaner(self.logs, lambda: self.services.config, self.clock.now_ms,
+                                  frozenset({OFFSETS_TOPIC, TXN_TOPIC}), crash_point=self.faults.reach)
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
 
     async def start(self) -> None:
         self.logs.startup(self.clock.now_ms())
+        self.cleaner.load()
         self.groups.complete_offsets_topic(self.clock.now_ms())
         self.txn_topic.complete_rebuilt(self.clock.now_ms())
         for topic in list(self.logs.topics):
@@ -162,6 +166,8 @@ class Broker:
         self._every(int(c["transaction.abort.timed.out.transaction.cleanup.interval.ms"]), self._abort_timed_out)
         self._every(int(c["transaction.remove.expired.transaction.cleanup.interval.ms"]), self._expire_txn_ids)
         self._every(COMPACTION_CHECK_MS, self._compact_internal_topics)
+        if c["log.cleaner.enable"]:
+            self._tasks.append(asyncio.create_task(self.cleaner.run()))
         self._every(int(c["log.flush.offset.checkpoint.interval.ms"]), self._checkpoint)
         if c["log.flush.interval.ms"] is not None or c["log.flush.scheduler.interval.ms"] < 2**62:
             self._every(min(int(c["log.flush.scheduler.interval.ms"]), 1000), self._flush)

@@ -198,8 +198,8 @@ def build_control_batch(
     """One COMMIT or ABORT marker batch: 78 bytes, base offset 0 (assigned on append)."""
     key = struct.pack(">hh", 0, CONTROL_COMMIT if commit else CONTROL_ABORT)
     value = struct.pack(">hi", 0, coordinator_epoch)
-    body = bytes([0]) + _zigzag(0) + _zigzag(0) + _zigzag(len(key)) + key + _zigzag(len(value)) + value + _zigzag(0)
-    record = _zigzag(len(body)) + body
+    body = bytes([0]) + zigzag(0) + zigzag(0) + zigzag(len(key)) + key + zigzag(len(value)) + value + zigzag(0)
+    record = zigzag(len(body)) + body
     attributes = TRANSACTIONAL_FLAG | CONTROL_FLAG
     after_crc = struct.pack(
         ">hiqqqhii", attributes, 0, timestamp_ms, timestamp_ms, producer_id, producer_epoch, -1, 1
@@ -249,11 +249,11 @@ def uvarint(n: int) -> bytes:
             return bytes(out)
 
 
-def _zigzag(n: int) -> bytes:
+def zigzag(n: int) -> bytes:
     return uvarint((n << 1) ^ (n >> 63))
 
 
-def _read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+def read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     shift = 0
     result = 0
     while True:
@@ -360,26 +360,26 @@ def iter_records(batch: bytes | bytearray | memoryview, pos: int = 0) -> Iterato
     for i in range(h.records_count):
         if p >= len(data):
             raise CorruptRecord(f"batch at offset {h.base_offset} ends after {i} of {h.records_count} records")
-        length, p = _read_varint(data, p)
+        length, p = read_varint(data, p)
         end = p + length
         if length <= 0 or end > len(data):
             raise CorruptRecord(f"record {i} of the batch at offset {h.base_offset} has length {length}")
         p += 1  # attributes
-        ts_delta, p = _read_varint(data, p)
-        off_delta, p = _read_varint(data, p)
-        klen, p = _read_varint(data, p)
+        ts_delta, p = read_varint(data, p)
+        off_delta, p = read_varint(data, p)
+        klen, p = read_varint(data, p)
         key = None if klen < 0 else data[p : p + klen]
         p += max(klen, 0)
-        vlen, p = _read_varint(data, p)
+        vlen, p = read_varint(data, p)
         value = None if vlen < 0 else data[p : p + vlen]
         p += max(vlen, 0)
-        nh, p = _read_varint(data, p)
+        nh, p = read_varint(data, p)
         headers = []
         for _h in range(nh):
-            hk, p = _read_varint(data, p)
+            hk, p = read_varint(data, p)
             hkey = bytes(data[p : p + hk]).decode(errors="replace")
             p += hk
-            hv, p = _read_varint(data, p)
+            hv, p = read_varint(data, p)
             hval = None if hv < 0 else data[p : p + hv]
             p += max(hv, 0)
             headers.append((hkey, hval))
@@ -404,15 +404,15 @@ def build_batch(
     """An uncompressed batch; used by the broker for internal topics and by tests."""
     body = bytearray()
     for i, (key, value) in enumerate(records):
-        rec = bytearray(b"\x00") + _zigzag(0) + _zigzag(i)
-        rec += _zigzag(-1) if key is None else _zigzag(len(key)) + key
-        rec += _zigzag(-1) if value is None else _zigzag(len(value)) + value
-        rec += _zigzag(len(headers))
+        rec = bytearray(b"\x00") + zigzag(0) + zigzag(i)
+        rec += zigzag(-1) if key is None else zigzag(len(key)) + key
+        rec += zigzag(-1) if value is None else zigzag(len(value)) + value
+        rec += zigzag(len(headers))
         for hk, hv in headers:
             hkb = hk.encode()
-            rec += _zigzag(len(hkb)) + hkb
-            rec += _zigzag(-1) if hv is None else _zigzag(len(hv)) + hv
-        body += _zigzag(len(rec)) + rec
+            rec += zigzag(len(hkb)) + hkb
+            rec += zigzag(-1) if hv is None else zigzag(len(hv)) + hv
+        body += zigzag(len(rec)) + rec
     attributes = TRANSACTIONAL_FLAG if transactional else 0
     n = len(records)
     after_crc = struct.pack(

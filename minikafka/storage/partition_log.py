@@ -28,6 +28,7 @@ from minikafka.protocol.errors import CorruptRecord, InvalidRecord
 from minikafka.protocol.types import TopicPartition
 from minikafka.storage import files
 from minikafka.storage import snapshot as snapshot_file
+from minikafka.storage.cleaner import swap
 from minikafka.storage.errors import KafkaStorageError, MessageTooLarge, OffsetOutOfRange
 from minikafka.storage.producer_state import CompletedTxn, InvalidProducerEpoch, ProducerStateManager
 from minikafka.storage.open_files import SHARED, OpenFiles
@@ -83,6 +84,7 @@ class PartitionLog:
         self.completed_txns: list[CompletedTxn] = []  # markers seen by the last append (for the caller)
         self.damage: LogDamage | None = None  # set by a salvaging open() that found a corrupt batch
         self.storage_error: str | None = None  # the last append's disk failure, until one succeeds
+        self.closed = False  # closed or deleted: a cleaning pass under way stops
 
     # ------------------------------------------------------------------------------ lifecycle
     @classmethod
@@ -97,8 +99,9 @@ class PartitionLog:
         """
         plog = cls(tp, directory, topic_config, now_ms, open_files)
         directory.mkdir(parents=True, exist_ok=True)
+        swap.recover(directory)  # a cleaning pass the last stop interrupted: finished or undone
         for name in os.listdir(directory):
-            if name.endswith((".tmp", ".deleted", ".cleaned", ".swap")):
+            if name.endswith((".tmp", ".deleted")):
                 os.unlink(directory / name)
         bases = sorted(files.offset_from_name(n) for n in os.listdir(directory)
                        if n.endswith(files.LOG_SUFFIX) and n[:20].isdigit())
@@ -250,6 +253,7 @@ class PartitionLog:
                           open_files=self.open_files)
 
     def close(self, *, snapshot: bool = False) -> None:
+        self.closed = True
         if snapshot:
             self.take_snapshot()
         for seg in self.segments:
@@ -520,6 +524,26 @@ class PartitionLog:
         if best is None:
             return None
         return best.find_offset_by_timestamp(best.max_timestamp, self.log_start_offset)
+
+    # ------------------------------------------------------------------------------ cleaning
+    def replace_segments(self, base: int, old: list[LogSegment], now_ms: int,
+                         reach: Callable[[str], None] = lambda step: None) -> LogSegment:
+        """Put the cleaned segment `<base>.log.cleaned` (complete and fsynced) in place of `old`,
+        consecutive segments of this log (Kafka's replaceSegments; the file steps in cleaner/swap.py)."""
+        i = next(k for k, s in enumerate(self.segments) if s is old[0])
+        if any(a is not b for a, b in zip(self.segments[i : i + len(old)], old, strict=True)):
+            raise ValueError("the segments to replace are not consecutive segments of the log")
+
+        def delete_old() -> None:
+            for seg in old:
+                seg.delete()
+
+        swap.commit(self.dir, base, delete_old, reach)
+        new = self._new_segment_object(base, now_ms)
+        new.load()
+        self.segments[i : i + len(old)] = [new]
+        self._bases = [s.base_offset for s in self.segments]
+        return new
 
     # ------------------------------------------------------------------------------ retention
     @property

@@ -40,20 +40,21 @@ class LogSegment:
     )
 
     def __init__(self, directory: Path, base_offset: int, *, index_interval_bytes: int,
-                 max_index_size: int, now_ms: int, open_files: OpenFiles = SHARED) -> None:
+                 max_index_size: int, now_ms: int, open_files: OpenFiles = SHARED, suffix: str = "") -> None:
+        """`suffix` names the files of a segment being built aside (the log cleaner's `.cleaned`)."""
         self.dir = directory
         self.base_offset = base_offset
-        self.log_path = directory / files.segment_name(base_offset, files.LOG_SUFFIX)
+        self.log_path = directory / (files.segment_name(base_offset, files.LOG_SUFFIX) + suffix)
         self._log_key = str(self.log_path)
         self.files = open_files  # descriptors are borrowed per system call (storage/open_files.py)
         self.closed = False
         self.size = os.fstat(self.fd).st_size
-        self.index = OffsetIndex(directory / files.segment_name(base_offset, files.INDEX_SUFFIX),
+        self.index = OffsetIndex(directory / (files.segment_name(base_offset, files.INDEX_SUFFIX) + suffix),
                                  base_offset, max_index_size, open_files)
-        self.time_index = TimeIndex(directory / files.segment_name(base_offset, files.TIME_INDEX_SUFFIX),
+        self.time_index = TimeIndex(directory / (files.segment_name(base_offset, files.TIME_INDEX_SUFFIX) + suffix),
                                     base_offset, max_index_size, open_files)
-        self.txn_index = TransactionIndex(directory / files.segment_name(base_offset, files.TXN_INDEX_SUFFIX),
-                                          open_files)
+        self.txn_index = TransactionIndex(
+            directory / (files.segment_name(base_offset, files.TXN_INDEX_SUFFIX) + suffix), open_files)
         # Set when the aborted-transaction entries must be rebuilt by replaying producer state.
         self.txn_index_rebuild = False
         self.truncated_tail = b""  # what recover(keep_tail=True) cut off, for salvage
@@ -195,6 +196,27 @@ class LogSegment:
         self.bytes_since_last_index_entry += n
         self.next_offset = last_offset + 1
         return position
+
+    def append_batches(self, data: bytes | bytearray, batches: list[tuple[int, BatchHeader]]) -> None:
+        """Write whole batches (offsets as stored) in one call, indexing them one by one as
+        append() would have: the log cleaner's output, never the request path."""
+        position = self.size
+        n = os.pwrite(self.fd, data, position)
+        if n != len(data):
+            self._cut_back(position)
+            raise OSError(errno.ENOSPC, f"short write to {self.log_path} ({n} of {len(data)} bytes)")
+        for pos, h in batches:
+            if h.max_timestamp > self.max_timestamp:
+                self.max_timestamp, self.offset_of_max_timestamp = h.max_timestamp, h.last_offset
+            if self.bytes_since_last_index_entry > self.index_interval_bytes:
+                self.index.append(h.last_offset, position + pos)
+                self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+                self.bytes_since_last_index_entry = 0
+            if self.rolling_base_ms is None:
+                self.rolling_base_ms = h.max_timestamp
+            self.bytes_since_last_index_entry += h.size
+            self.next_offset = h.next_offset
+        self.size += n
 
     def _cut_back(self, position: int) -> None:
         """Undo a failed append (shrinking a file needs no space)."""

@@ -152,7 +152,7 @@ def test_invalid_value_is_config_error(key, value):
 
 @pytest.mark.parametrize("key", [
     "process.roles", "controller.quorum.voters", "num.network.threads", "num.io.threads",
-    "socket.send.buffer.bytes", "log.cleaner.enable", "zookeeper.connect", "inter.broker.listener.name",
+    "socket.send.buffer.bytes", "zookeeper.connect", "inter.broker.listener.name",
     "listener.security.protocol.map", "controller.listener.names",
 ])
 def test_ignored_kafka_properties_are_accepted(key):

@@ -488,9 +488,9 @@ def _batch_with_timestamps(stamps: list[int]) -> bytearray:
     batch = records.build_batch([(None, b"v")] * len(stamps), timestamp_ms=stamps[0])
     body = bytearray()
     for i, ts in enumerate(stamps):
-        rec = bytearray(b"\x00") + records._zigzag(ts - stamps[0]) + records._zigzag(i)
-        rec += records._zigzag(-1) + records._zigzag(1) + b"v" + records._zigzag(0)
-        body += records._zigzag(len(rec)) + rec
+        rec = bytearray(b"\x00") + records.zigzag(ts - stamps[0]) + records.zigzag(i)
+        rec += records.zigzag(-1) + records.zigzag(1) + b"v" + records.zigzag(0)
+        body += records.zigzag(len(rec)) + rec
     import struct
 
     import crc32c

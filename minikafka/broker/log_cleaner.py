@@ -1,0 +1,152 @@
+"""The log cleaner's background task: the async shell around storage/cleaner (Kafka's
+LogCleaner.CleanerThread, one of it).
+
+Every `log.cleaner.backoff.ms` with nothing to do, and at once after a pass that cleaned
+something, it picks the filthiest compacted log (storage/cleaner/choose.py) and drives one cleaning
+pass (storage/cleaner/cleaning.py) a chunk at a time: the event loop serves requests between
+chunks, and `log.cleaner.io.max.bytes.per.second` is enforced by sleeping. After a pass the
+first dirty offset is written to `cleaner-offset-checkpoint` (Kafka's file and format). A log
+whose data the cleaner cannot read (a corrupt batch, a disk error) is set aside until the next
+start, as Kafka marks it uncleanable. The internal topics are not cleaned here: their
+coordinators rewrite their live state and drop older segments (group/transaction `compact`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from minikafka.protocol.errors import CorruptRecord
+from minikafka.protocol.types import TopicPartition
+from minikafka.storage import files
+from minikafka.storage.cleaner import choose, offset_map
+from minikafka.storage.cleaner.cleaning import CleaningAborted, CleanResult, clean
+from minikafka.storage.log_manager import LogManager
+from minikafka.storage.partition_log import PartitionLog
+
+log = structlog.get_logger("minikafka.cleaner")
+
+CHECKPOINT_FILE = "cleaner-offset-checkpoint"
+
+
+class LogCleaner:
+    def __init__(self, logs: LogManager, config: Callable[[], Any], now_ms: Callable[[], int],
+                 internal_topics: frozenset[str], crash_point: Callable[[str], None] = lambda step: None) -> None:
+        self.logs = logs
+        self._config = config
+        self._now_ms = now_ms
+        self._internal = internal_topics
+        self._reach = crash_point
+        self.path: Path = logs.data_dir / CHECKPOINT_FILE
+        self.checkpoints: dict[TopicPartition, int] = {}
+        self.uncleanable: set[TopicPartition] = set()
+        self.passes = 0  # completed passes (tests and the inspect view)
+        self._wake = asyncio.Event()
+
+    def load(self) -> None:
+        """Read `cleaner-offset-checkpoint` (after the log manager has locked and loaded the dir)."""
+        try:
+            self.checkpoints = files.read_offset_checkpoint(self.path)
+        except (OSError, ValueError) as exc:
+            log.warning("checkpoint_ignored", file=CHECKPOINT_FILE, reason=str(exc))
+            self.checkpoints = {}
+
+    def _write_checkpoints(self) -> None:
+        live = {tp: off for tp, off in self.checkpoints.items() if self.logs.get(tp) is not None}
+        self.checkpoints = live
+        files.write_offset_checkpoint(self.path, live)
+
+    def wake(self) -> None:
+        """Look for work now (a test, or a config change) instead of after the backoff."""
+        self._wake.set()
+
+    # ------------------------------------------------------------------------------ choosing
+    def _compacted(self) -> list[PartitionLog]:
+        return [plog for plog in self.logs if "compact" in str(plog.config["cleanup.policy"])
+                and plog.tp.topic not in self._internal and plog.tp not in self.uncleanable]
+
+    def grab_filthiest(self, now_ms: int) -> choose.LogToClean | None:
+        candidates = []
+        reset = False
+        for plog in self._compacted():
+            ltc = choose.log_to_clean(plog, self.checkpoints.get(plog.tp), now_ms)
+            if ltc.reset_checkpoint:
+                self.checkpoints[plog.tp] = ltc.first_dirty
+                reset = True
+            candidates.append((ltc, float(plog.config["min.cleanable.dirty.ratio"])))
+        if reset:
+            self._write_checkpoints()
+        return choose.filthiest(candidates)
+
+    # ------------------------------------------------------------------------------ running
+    async def run(self) -> None:
+        while True:
+            try:
+                cleaned = await self.clean_filthiest()
+            except OSError as exc:  # the checkpoint file: the next pass tries again
+                log.warning("cleaner_checkpoint_failed", reason=str(exc))
+                cleaned = False
+            if cleaned:
+                await asyncio.sleep(0)
+                continue
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), int(self._config()["log.cleaner.backoff.ms"]) / 1000)
+            except TimeoutError:
+                pass
+
+    async def clean_filthiest(self) -> bool:
+        """One pass over the filthiest log; False when no log needs cleaning."""
+        now = self._now_ms()
+        ltc = self.grab_filthiest(now)
+        if ltc is None:
+            return False
+        plog = self.logs.get(ltc.tp)
+        if plog is None:
+            return False
+        c = self._config()
+        capacity = offset_map.capacity(int(c["log.cleaner.dedupe.buffer.size"]),
+                                       float(c["log.cleaner.io.buffer.load.factor"]),
+                                       max(int(c["log.cleaner.threads"]), 1))
+        chunk = max(int(c["log.cleaner.io.buffer.size"]), 64 * 1024)
+        rate = float(c["log.cleaner.io.max.bytes.per.second"])
+        started = time.monotonic()
+        steps = clean(plog, ltc, now_ms=now, map_capacity=capacity, chunk_bytes=chunk, reach=self._reach)
+        moved = 0
+        try:
+            while True:
+                moved += next(steps)
+                await self._throttle(moved, started, rate)
+        except StopIteration as stop:
+            result: CleanResult = stop.value
+        except CleaningAborted as exc:
+            log.info("cleaning_aborted", topic=ltc.tp.topic, partition=ltc.tp.partition, reason=str(exc))
+            return True
+        except (CorruptRecord, OSError) as exc:
+            self.uncleanable.add(ltc.tp)
+            log.warning("log_uncleanable", topic=ltc.tp.topic, partition=ltc.tp.partition, reason=str(exc),
+                        hint="the partition is not cleaned again until the broker restarts")
+            return True
+        self.checkpoints[ltc.tp] = result.end_offset
+        self._write_checkpoints()
+        self.passes += 1
+        s = result.stats
+        elapsed = time.monotonic() - started
+        log.info("log_cleaned", topic=ltc.tp.topic, partition=ltc.tp.partition, first_dirty=ltc.first_dirty,
+                 end_offset=result.end_offset, dirty_ratio=round(ltc.ratio, 3), groups=result.groups,
+                 bytes_read=s.bytes_read, bytes_written=s.bytes_written, records_read=s.records_read,
+                 records_kept=s.records_kept, aborted_batches_removed=s.aborted_batches_removed,
+                 markers_removed=s.markers_removed, seconds=round(elapsed, 3))
+        return True
+
+    @staticmethod
+    async def _throttle(moved: int, started: float, rate: float) -> None:
+        """Let the loop serve requests after each chunk; sleep when over the configured rate."""
+        elapsed = time.monotonic() - started
+        ahead = moved / rate - elapsed if rate > 0 else 0.0
+        await asyncio.sleep(min(ahead, 1.0) if ahead > 0 else 0)

@@ -1,0 +1,140 @@
+"""Rewriting a stored batch with fewer records: what the log cleaner writes (pure, bytes in, bytes out).
+
+Kafka's cleaner keeps a batch as it is when every record stays and no delete horizon has to be set;
+otherwise it builds a new batch (MemoryRecords.buildRetainedRecordsInto) with:
+- the original base offset, last offset delta, producer id/epoch, base sequence, partition leader
+  epoch, transactional/control flags, timestamp type and compression codec, so the producer's last
+  sequence survives and offsets never move;
+- the retained records re-encoded with their own offsets and timestamps (deltas against the new
+  base timestamp: the delete horizon when one is set, else the first record's timestamp);
+- the delete-horizon attribute bit (0x40, KIP-534) and the horizon as the base timestamp once a
+  batch holds a tombstone or is a marker whose transaction's data is gone.
+A batch kept only for its producer state, with no records, is a 61-byte header with count 0
+(DefaultRecordBatch.writeEmptyHeader): no compression, base timestamp -1, max timestamp kept.
+
+Records are walked without decoding keys into objects the cleaner does not need: each record
+yields its offset, timestamp, key, whether it has a value, and its raw bytes from the key length on
+(key, value and headers exactly as stored), so a rebuilt record differs from the original only in its
+two deltas.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from minikafka.protocol.crc import crc32c
+from minikafka.protocol.errors import CorruptRecord
+from minikafka.protocol.records import (
+    COMPRESSION_MASK,
+    CONTROL_FLAG,
+    HEADER_SIZE,
+    MAGIC,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG,
+    BatchHeader,
+    decompress,
+    read_varint,
+    zigzag,
+)
+
+DELETE_HORIZON_FLAG = 0x40
+
+_AFTER_CRC = struct.Struct(">hiqqqhii")  # attributes .. records count
+_BEFORE_CRC = struct.Struct(">qiibI")      # base offset, length, leader epoch, magic, crc
+
+
+class StoredRecord(NamedTuple):
+    offset: int
+    timestamp: int
+    key: bytes | None
+    has_value: bool
+    tail: bytes  # key length varint .. end of the record (key, value, headers as stored)
+
+
+def has_delete_horizon(h: BatchHeader) -> bool:
+    return bool(h.attributes & DELETE_HORIZON_FLAG)
+
+
+def delete_horizon_ms(h: BatchHeader) -> int | None:
+    """The batch's delete horizon (its base timestamp when the 0x40 attribute is set), or None."""
+    return h.base_timestamp if h.attributes & DELETE_HORIZON_FLAG else None
+
+
+def stored_records(batch: bytes | memoryview, h: BatchHeader) -> Iterator[StoredRecord]:
+    """The records of one batch (the batch's bytes from its first byte), decompressed if needed."""
+    raw = batch[HEADER_SIZE : h.size]
+    data = decompress(h.compression, raw) if h.compression else bytes(raw)
+    log_append_time = bool(h.attributes & TIMESTAMP_TYPE_MASK)
+    p = 0
+    for i in range(h.records_count):
+        length, p = read_varint(data, p)
+        end = p + length
+        if length <= 0 or end > len(data):
+            raise CorruptRecord(f"record {i} of the batch at offset {h.base_offset} has length {length}")
+        p += 1  # record attributes (unused, always 0)
+        ts_delta, p = read_varint(data, p)
+        off_delta, p = read_varint(data, p)
+        tail_start = p
+        klen, p = read_varint(data, p)
+        key = None if klen < 0 else data[p : p + klen]
+        p += max(klen, 0)
+        vlen, p = read_varint(data, p)
+        if p > end or (klen > 0 and tail_start + klen > end):
+            raise CorruptRecord(f"record {i} of the batch at offset {h.base_offset} overruns its length")
+        ts = h.max_timestamp if log_append_time else h.base_timestamp + ts_delta
+        yield StoredRecord(h.base_offset + off_delta, ts, key, vlen >= 0, data[tail_start:end])
+        p = end
+
+
+def compress(codec: int, data: bytes) -> bytes:
+    """Compress a records section with the batch's codec (1 gzip, 2 snappy as snappy-java's xerial
+    framing, which every Kafka client reads, 3 lz4 frame, 4 zstd)."""
+    import cramjam
+
+    if codec == 1:
+        return bytes(cramjam.gzip.compress(data))
+    if codec == 2:
+        block = bytes(cramjam.snappy.compress_raw(data))
+        return b"\x82SNAPPY\x00" + struct.pack(">iii", 1, 1, len(block)) + block
+    if codec == 3:
+        return bytes(cramjam.lz4.compress(data))
+    if codec == 4:
+        return bytes(cramjam.zstd.compress(data))
+    raise CorruptRecord(f"unknown compression codec {codec}")
+
+
+def _assemble(h: BatchHeader, attributes: int, base_timestamp: int, max_timestamp: int, count: int,
+              body: bytes) -> bytearray:
+    after_crc = _AFTER_CRC.pack(attributes, h.last_offset_delta, base_timestamp, max_timestamp,
+                                h.producer_id, h.producer_epoch, h.base_sequence, count) + body
+    head = _BEFORE_CRC.pack(h.base_offset, 9 + len(after_crc), h.partition_leader_epoch, MAGIC, crc32c(after_crc))
+    return bytearray(head + after_crc)
+
+
+def rebuild_batch(h: BatchHeader, kept: list[StoredRecord], delete_horizon: int | None) -> bytearray:
+    """A batch holding only `kept` (at least one), with the original's offsets and producer fields;
+    `delete_horizon` (ms) sets the 0x40 attribute and becomes the base timestamp."""
+    log_append_time = bool(h.attributes & TIMESTAMP_TYPE_MASK)
+    base_ts = delete_horizon if delete_horizon is not None else kept[0].timestamp
+    body = bytearray()
+    max_ts = -1
+    for r in kept:
+        rec = b"\x00" + zigzag(r.timestamp - base_ts) + zigzag(r.offset - h.base_offset) + r.tail
+        body += zigzag(len(rec)) + rec
+        max_ts = max(max_ts, r.timestamp)
+    if log_append_time:
+        max_ts = h.max_timestamp
+    codec = h.attributes & COMPRESSION_MASK
+    attributes = h.attributes & (COMPRESSION_MASK | TIMESTAMP_TYPE_MASK | TRANSACTIONAL_FLAG | CONTROL_FLAG)
+    if delete_horizon is not None:
+        attributes |= DELETE_HORIZON_FLAG
+    payload = compress(codec, bytes(body)) if codec else bytes(body)
+    return _assemble(h, attributes, base_ts, max_ts, len(kept), payload)
+
+
+def empty_batch(h: BatchHeader) -> bytearray:
+    """The header alone, count 0: kept so a producer's last sequence and epoch survive cleaning."""
+    attributes = h.attributes & (TIMESTAMP_TYPE_MASK | TRANSACTIONAL_FLAG | CONTROL_FLAG)
+    return _assemble(h, attributes, -1, h.max_timestamp, 0, b"")
