@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -282,3 +284,27 @@ def configured_broker(tmp_path: Path) -> Iterator[Any]:
     yield make
     for b in started:
         b.stop()
+
+
+@pytest.fixture(scope="module")
+def streams_app() -> Any:
+    """Kafka's Java applications from the compat matrix (tests/compat/apps: the Streams word count,
+    the Connect worker) with their jars (Kafka 4.3.1 from Maven Central) fetched once if missing:
+    (streams_eos, app_support, kafka_ref). Skips without Java, or without Maven and a jar cache."""
+    if shutil.which("java") is None:
+        pytest.skip("Kafka Streams and Connect need Java 17+ (`java` not on PATH)")
+    import kafka_ref
+
+    kafka_ref.jars_or_skip("Kafka's tools")
+    repo = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(repo / "tests" / "compat" / "apps"))
+    import app_support
+    import streams_eos
+
+    if not (app_support.LIBS / ".complete").is_file():
+        if shutil.which(os.environ.get("MVN", "mvn")) is None:
+            pytest.skip("Kafka's application jars are not cached and Maven (`mvn`) is not on PATH")
+        proc = subprocess.run([str(repo / "bench" / "kafka" / "fetch-jars.sh"), "apps"], capture_output=True,
+                              text=True, timeout=900, check=False)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    return streams_eos, app_support, kafka_ref

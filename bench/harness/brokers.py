@@ -174,6 +174,7 @@ class MiniKafka(Broker):
         "offsets.topic.num.partitions": "1",
         "transaction.state.log.num.partitions": "1",
         "transaction.abort.timed.out.transaction.cleanup.interval.ms": "200",
+        "log.cleaner.backoff.ms": "100",
     }
 
     def __init__(self, workdir: Path, pin: str | None = None, overrides: dict[str, str] | None = None) -> None:

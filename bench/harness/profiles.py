@@ -27,6 +27,11 @@ PROFILES: dict[str, dict[str, Any]] = {
         "t2_warmup": 200,               # T2: Java transactions, not timed (JIT, connections)
         "t2_transactions": 3000,
         "t2_records": 10,
+        "l1_records": 200_000,          # L1: keyed 1 KiB records to clean (~200 MB)
+        "l1_keys": 10_000,
+        "l1_rate": 1000,                # L1: msg/s of the producer timed while cleaning
+        "l1_load_s": 30,
+        "l1_baseline_s": 5,
     },
     # harness validation on a busy machine: minutes, not numbers to quote
     "quick": {
@@ -50,6 +55,11 @@ PROFILES: dict[str, dict[str, Any]] = {
         "t2_warmup": 50,
         "t2_transactions": 500,
         "t2_records": 10,
+        "l1_records": 50_000,
+        "l1_keys": 5_000,
+        "l1_rate": 1000,
+        "l1_load_s": 15,
+        "l1_baseline_s": 3,
     },
     # the pytest smoke test: seconds
     "smoke": {
@@ -73,7 +83,12 @@ PROFILES: dict[str, dict[str, Any]] = {
         "t2_warmup": 5,
         "t2_transactions": 20,
         "t2_records": 2,
+        "l1_records": 3000,
+        "l1_keys": 100,
+        "l1_rate": 200,
+        "l1_load_s": 3,
+        "l1_baseline_s": 0.5,
     },
 }
 
-SCENARIOS = ("P2", "P3", "P4", "C1", "C2", "C3", "C4", "E1", "G1", "T2", "O1", "O2", "O3")
+SCENARIOS = ("P2", "P3", "P4", "C1", "C2", "C3", "C4", "E1", "G1", "T2", "L1", "O1", "O2", "O3")

@@ -52,6 +52,15 @@ def rows_for(meta: dict[str, Any]) -> list[Row]:
          f"C4 Java consumer (ConsumerPerformance) across {p.get('c4_partitions', 1000)} partitions, fetch-only",
          "msg/s", (">=", 1.0)),
     ]
+    rows += [
+        ("L1", "L1", "clean", "clean_mb_per_s", "L1 log cleaner: dirty log cleaned (compacted topic, 1 KiB keyed records)",
+         "MB/s", (">=", 1.0)),
+        ("L1", "L1", "clean", "broker_cpu_s", "L1: broker CPU-s of the cleaning pass", "s", None),
+        ("L1", "L1", "clean", "segments_mb_after", "L1: segments after cleaning", "MB", None),
+        ("L1", "L1", "clean", "ack_p99_before_ms", f"L1 produce ack p99 at {p.get('l1_rate', 0)} msg/s, no cleaning",
+         "ms", None),
+        ("L1", "L1", "clean", "ack_p99_during_ms", "L1 produce ack p99 while the cleaner runs", "ms", ("<=", 1.0)),
+    ]
     for r in p["e1_rates"]:
         rows += [
             ("E1", "E1", str(r), "e2e_p50_ms", f"E1 e2e latency at {r} msg/s: p50", "ms", None),

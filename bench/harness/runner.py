@@ -95,6 +95,50 @@ def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 60,
     wait_for_partitions(admin, topics, timeout)
 
 
+def set_topic_config(bootstrap: str, topic: str, name: str, value: str, timeout: float = 60) -> None:
+    """IncrementalAlterConfigs SET of one topic config, as an operator would change it."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([res])[res].result(timeout)
+
+
+class BackgroundClient:
+    """A client role running on a thread while the runner does something else; started() returns
+    once it printed READY (or failed), result() joins it."""
+
+    def __init__(self, run: Run, role: str, args: dict[str, Any], timeout: float) -> None:
+        self._ready = threading.Event()
+        self._out: dict[str, Any] = {}
+
+        def body() -> None:
+            try:
+                self._out["r"] = run.client(role, args, timeout=timeout, on_line=lambda _l: self._ready.set())
+            except Exception as exc:  # noqa: BLE001 - handed to the caller in started()/result()
+                self._out["err"] = exc
+                self._ready.set()
+
+        self._thread = threading.Thread(target=body, daemon=True)
+        self._thread.start()
+        self._timeout = timeout
+
+    def started(self, what: str, wait: float = 120) -> None:
+        if not self._ready.wait(wait):
+            raise ClientError(f"{what} never became ready")
+        if "err" in self._out:
+            raise self._out["err"]
+
+    def result(self, what: str) -> dict[str, Any]:
+        self._thread.join(self._timeout + 30)
+        if "err" in self._out:
+            raise self._out["err"]
+        if "r" not in self._out:
+            raise ClientError(f"{what} did not finish")
+        return self._out["r"]
+
+
 def wait_for_partitions(admin: Any, topics: dict[str, int], timeout: float) -> None:
     """Until metadata shows every topic with that many partitions, each with a leader."""
     deadline = time.monotonic() + timeout
@@ -212,7 +256,7 @@ class Run:
         try:
             if self.scenarios & {"O1", "O2"}:
                 self.phase_startup()
-            if self.scenarios & {"P2", "P3", "P4", "C1", "C2", "C3", "C4", "E1", "G1", "T2", "O2"}:
+            if self.scenarios & {"P2", "P3", "P4", "C1", "C2", "C3", "C4", "E1", "G1", "T2", "L1", "O2"}:
                 for rep in range(self.p["reps"]):
                     for name in self.order(rep):
                         self.phase_load(name, rep)
@@ -362,6 +406,10 @@ class Run:
         if "G1" in sc:
             for protocol in ("classic", "consumer"):
                 self.guarded(name, rep, "G1", protocol, lambda protocol=protocol: self._rebalance(b, protocol, rep))
+        if "L1" in sc:
+            from . import cleaning
+
+            self.guarded(name, rep, "L1", "clean", lambda: cleaning.measure(self, b, rep))
         if "E1" in sc:
             for rate in p["e1_rates"]:
                 self.guarded(name, rep, "E1", str(rate), lambda rate=rate: self._e2e(b, f"e1-{rate}", rate))
@@ -433,34 +481,15 @@ class Run:
         p = self.p
         total = int(rate * (p["e1_seconds"] + p["e1_warmup_s"]))
         drop = int(rate * p["e1_warmup_s"])
-        ready = threading.Event()
-        out: dict[str, Any] = {}
-
-        def consumer() -> None:
-            try:
-                out["c"] = self.client("e2e-consume", {"bootstrap": b.bootstrap, "topic": topic, "expected": total,
-                                                       "drop": drop, "timeout_s": total / rate + 60},
-                                       timeout=total / rate + 120, on_line=lambda _l: ready.set())
-            except Exception as exc:  # noqa: BLE001
-                out["err"] = exc
-                ready.set()
-
-        t = threading.Thread(target=consumer, daemon=True)
-        t.start()
-        if not ready.wait(120):
-            raise ClientError("e2e consumer never became ready")
-        if "err" in out:
-            raise out["err"]
+        consumer = BackgroundClient(self, "e2e-consume", {"bootstrap": b.bootstrap, "topic": topic, "expected": total,
+                                                          "drop": drop, "timeout_s": total / rate + 60},
+                                    timeout=total / rate + 120)
+        consumer.started("e2e consumer")
         cpu0 = b.cpu_seconds()
         prod = self.client("e2e-produce", {"bootstrap": b.bootstrap, "topic": topic, "rate": rate, "records": total,
                                            "seed": self.seed, "size": p["record_size"]}, timeout=total / rate + 120)
-        t.join(total / rate + 150)
+        c = consumer.result("e2e consumer")
         cpu1 = b.cpu_seconds()
-        if "err" in out:
-            raise out["err"]
-        if "c" not in out:
-            raise ClientError("e2e consumer did not finish")
-        c = out["c"]
         log(f"  {b.name} E1 {rate}/s: p50 {c['e2e_p50_ms']} ms p99 {c['e2e_p99_ms']} ms lost {c['lost']}")
         return {**c, "rate": rate, "producer": prod, "broker_cpu_pct": 100 * (cpu1 - cpu0) / max(prod["seconds"], 1e-9)}
 

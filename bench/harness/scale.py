@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 from . import machine
 from .brokers import BROKERS, Broker
-from .runner import create_topics, log, run_client, wait_for_partitions
+from .runner import create_topics, log, run_client, set_topic_config, wait_for_partitions
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "tests"))
@@ -542,14 +542,9 @@ def retention_deletes(b: Broker, topic: str, record_size: int, segment_bytes: in
     """Lower the topic's retention.bytes to 1 and time until its log start offset has moved to the
     active segment (every closed segment deleted)."""
     from confluent_kafka import TopicPartition
-    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
-
-    admin = AdminClient({"bootstrap.servers": b.bootstrap, "log_level": 3})
-    res = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
-        ConfigEntry("retention.bytes", "1", incremental_operation=AlterConfigOpType.SET)])
     cpu0 = b.cpu_seconds()
     t0 = time.monotonic()
-    admin.incremental_alter_configs([res])[res].result(60)
+    set_topic_config(b.bootstrap, topic, "retention.bytes", "1")
     tp = TopicPartition(topic, 0)
     from confluent_kafka import Consumer
 

@@ -473,7 +473,65 @@ def role_rebalance(a: dict[str, Any]) -> dict[str, Any]:
     return {"protocol": a["protocol"], "first_s": first_s, "join_s": join_s, "leave_s": leave_s}
 
 
-ROLES = {"produce": role_produce, "rebalance": role_rebalance, "fill": role_fill, "consume": role_consume, "e2e-consume": role_e2e_consume,
+def role_keyed_produce(a: dict[str, Any]) -> dict[str, Any]:
+    """L1: keyed records (`keys` distinct keys, round robin) to a compacted topic, as fast as the
+    client goes, or at `rate` msg/s for `seconds` with every record's ack latency and send time
+    (wall clock), so the runner can split them into a window with and without cleaning."""
+    conf = {**PRODUCER_BASE, "bootstrap.servers": a["bootstrap"], **a.get("conf", {})}
+    p = Producer(conf)
+    topic, size, keys = a["topic"], int(a.get("size", 1024)), int(a["keys"])
+    rate = float(a.get("rate", 0))
+    n = int(a["records"]) if not rate else int(rate * float(a["seconds"]))
+    pool = payload_pool(size, int(a.get("seed", 42)))
+    state = {"acked": 0, "errors": 0}
+    samples: list[tuple[float, float]] = []  # (send wall time, ack latency s)
+
+    def timed(t_wall: float, t0: float):  # noqa: ANN202
+        def cb(err, _msg):  # noqa: ANN001
+            if err is None:
+                state["acked"] += 1
+                samples.append((t_wall, time.perf_counter() - t0))
+            else:
+                state["errors"] += 1
+        return cb
+
+    def cb(err, _msg):  # noqa: ANN001
+        state["acked" if err is None else "errors"] += 1
+
+    p.list_topics(topic, timeout=30)
+    print("READY", flush=True)
+    mark("start")
+    c0, t0 = cpu_now(), time.perf_counter()
+    step = 1.0 / rate if rate else 0.0
+    for i in range(n):
+        if rate:
+            due = t0 + i * step
+            while time.perf_counter() < due:
+                p.poll(0)
+                time.sleep(min(0.001, max(0.0, due - time.perf_counter())))
+        key = b"key-%06d" % (i % keys)
+        while True:
+            try:
+                if rate:
+                    p.produce(topic, pool[i % POOL], key, on_delivery=timed(time.time(), time.perf_counter()))
+                else:
+                    p.produce(topic, pool[i % POOL], key, on_delivery=cb)
+                break
+            except BufferError:
+                p.poll(0.001)
+        if i % 1000 == 0:
+            p.poll(0)
+    left = p.flush(120)
+    dt = time.perf_counter() - t0
+    cpu = cpu_now() - c0
+    mark("end")
+    return {"records": n, "acked": state["acked"], "errors": state["errors"], "undelivered": left, "seconds": dt,
+            "records_per_s": state["acked"] / dt, "bytes": state["acked"] * size,
+            "mb_per_s": state["acked"] * size / dt / 1e6, "client_cpu_pct": 100.0 * cpu / dt,
+            "samples": samples}
+
+
+ROLES = {"keyed-produce": role_keyed_produce, "produce": role_produce, "rebalance": role_rebalance, "fill": role_fill, "consume": role_consume, "e2e-consume": role_e2e_consume,
          "e2e-produce": role_e2e_produce, "warmup": role_warmup}
 
 

@@ -25,13 +25,14 @@ from minikafka.protocol.errors import CorruptRecord
 from minikafka.protocol.types import TopicPartition
 from minikafka.storage import files
 from minikafka.storage.cleaner import choose, offset_map
-from minikafka.storage.cleaner.cleaning import CleaningAborted, CleanResult, clean
+from minikafka.storage.cleaner.cleaning import CleaningAborted, CleanResult, Offload, clean
 from minikafka.storage.log_manager import LogManager
 from minikafka.storage.partition_log import PartitionLog
 
 log = structlog.get_logger("minikafka.cleaner")
 
 CHECKPOINT_FILE = "cleaner-offset-checkpoint"
+CHUNK_BYTES = 64 * 1024
 
 
 class LogCleaner:
@@ -113,14 +114,20 @@ class LogCleaner:
         capacity = offset_map.capacity(int(c["log.cleaner.dedupe.buffer.size"]),
                                        float(c["log.cleaner.io.buffer.load.factor"]),
                                        max(int(c["log.cleaner.threads"]), 1))
-        chunk = max(int(c["log.cleaner.io.buffer.size"]), 64 * 1024)
+        # Chunks of 64 KiB: each is parsed and written in one go on the event loop (~1 ms), so a
+        # pass delays requests by about that much, not by a whole io.buffer.size at a time.
+        chunk = min(max(int(c["log.cleaner.io.buffer.size"]), 4096), CHUNK_BYTES)
         rate = float(c["log.cleaner.io.max.bytes.per.second"])
         started = time.monotonic()
         steps = clean(plog, ltc, now_ms=now, map_capacity=capacity, chunk_bytes=chunk, reach=self._reach)
         moved = 0
         try:
             while True:
-                moved += next(steps)
+                step = next(steps)
+                if isinstance(step, Offload):
+                    await asyncio.to_thread(step.fn)  # an fsync: the loop serves requests meanwhile
+                    continue
+                moved += step
                 await self._throttle(moved, started, rate)
         except StopIteration as stop:
             result: CleanResult = stop.value

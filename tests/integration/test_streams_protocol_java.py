@@ -13,11 +13,8 @@ Apache Kafka 4.3.1 in conformance mode too.
 from __future__ import annotations
 
 import collections
-import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -30,32 +27,10 @@ from test_streams_protocol import FAST, Described, describe
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_reference, pytest.mark.timeout(420)]
 
-REPO = Path(__file__).resolve().parents[2]
-APPS = REPO / "tests" / "compat" / "apps"
-FETCH_JARS = REPO / "bench" / "kafka" / "fetch-jars.sh"
+APPS = Path(__file__).resolve().parents[1] / "compat" / "apps"
 # The dead member's session (6 s) must pass before its tasks move, as in Kafka.
 SESSION = {**FAST, "group.streams.session.timeout.ms": "6000"}
 STREAMS_GROUPS_TOOL = "org.apache.kafka.tools.streams.StreamsGroupCommand"
-
-
-@pytest.fixture(scope="module")
-def streams_app() -> Any:
-    """The compat matrix's Streams helpers, with Kafka Streams' jars fetched (Maven) if missing."""
-    if shutil.which("java") is None:
-        pytest.skip("Kafka Streams needs Java 17+ (`java` not on PATH)")
-    import kafka_ref
-
-    kafka_ref.jars_or_skip("kafka-streams-groups.sh")
-    sys.path.insert(0, str(APPS))
-    import app_support
-    import streams_eos
-
-    if not (app_support.LIBS / ".complete").is_file():
-        if shutil.which(os.environ.get("MVN", "mvn")) is None:
-            pytest.skip("Kafka Streams' jars are not cached and Maven (`mvn`) is not on PATH")
-        proc = subprocess.run([str(FETCH_JARS), "apps"], capture_output=True, text=True, timeout=900, check=False)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-    return streams_eos, app_support, kafka_ref
 
 
 def no_shared_tasks(d: Described) -> None:

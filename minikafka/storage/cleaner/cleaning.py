@@ -5,7 +5,8 @@ every segment from the log start up to where the map ends, in groups that fit on
 (segment.bytes, the index size, an int32 offset range), each group into one `.cleaned` segment put
 in place by `swap.commit`. The generator yields the bytes it read or wrote after each chunk, so
 the broker's task can throttle (`log.cleaner.io.max.bytes.per.second`) and the event loop serves
-requests in between; it returns the CleanResult.
+requests in between, and an Offload (the fsync of a finished cleaned segment) the driver runs on a
+thread; it returns the CleanResult.
 
 Between two chunks the log may change under the pass: appends (past the range), a roll, retention
 or DeleteRecords deleting segments, a topic deletion. Every chunk first checks that the segments it
@@ -24,6 +25,7 @@ import structlog
 from minikafka.protocol import records
 from minikafka.protocol.errors import CorruptRecord
 from minikafka.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
+from minikafka.storage import files
 from minikafka.storage.cleaner import swap
 from minikafka.storage.cleaner.choose import LogToClean, segments_overlapping
 from minikafka.storage.cleaner.offset_map import OffsetMap
@@ -42,6 +44,13 @@ INT32_MAX = 2**31 - 1
 class CleaningAborted(Exception):
     """The log changed under the pass (segments deleted, topic deleted): nothing was swapped in
     for the group under way; groups already swapped stay (each is a complete, valid segment)."""
+
+
+class Offload(NamedTuple):
+    """Blocking work the driver may run off the event loop (fsync of the finished `.cleaned` files,
+    through descriptors of its own): nothing else touches those files until the swap."""
+
+    fn: Callable[[], None]
 
 
 class CleanResult(NamedTuple):
@@ -128,7 +137,7 @@ def producer_tails(plog: PartitionLog) -> dict[int, ProducerTail]:
 
 
 def clean(plog: PartitionLog, ltc: LogToClean, *, now_ms: int, map_capacity: int, chunk_bytes: int,
-          reach: Callable[[str], None] = lambda step: None) -> Generator[int, None, CleanResult]:
+          reach: Callable[[str], None] = lambda step: None) -> Generator[int | Offload, None, CleanResult]:
     config = plog.config
     start, upper = ltc.first_dirty, ltc.first_uncleanable
     # 1. The offset map of the dirty section (aborted data does not count).
@@ -169,7 +178,7 @@ def clean(plog: PartitionLog, ltc: LogToClean, *, now_ms: int, map_capacity: int
 
 
 def _clean_group(plog: PartitionLog, group: list[LogSegment], ctx: PassContext, now_ms: int,
-                 chunk_bytes: int, reach: Callable[[str], None]) -> Generator[int, None, None]:
+                 chunk_bytes: int, reach: Callable[[str], None]) -> Generator[int | Offload, None, None]:
     base = group[0].base_offset
     cleaned = LogSegment(plog.dir, base, index_interval_bytes=int(plog.config["index.interval.bytes"]),
                          max_index_size=int(plog.config["segment.index.bytes"]), now_ms=now_ms,
@@ -194,8 +203,11 @@ def _clean_group(plog: PartitionLog, group: list[LogSegment], ctx: PassContext, 
                     cleaned.append_batches(out, placed)
                 yield sum(h.size for _, h in chunk) + len(out)
         cleaned.on_become_inactive()
-        cleaned.flush()
         cleaned.close()
+        paths = [cleaned.log_path, cleaned.index.path, cleaned.time_index.path]
+        if cleaned.txn_index.entries:
+            paths.append(cleaned.txn_index.path)
+        yield Offload(lambda: files.fsync_all(paths))
         for seg in group:  # the swap is one synchronous step: nothing can change under it
             _check_alive(plog, seg)
         plog.replace_segments(base, group, now_ms, reach)

@@ -1,8 +1,9 @@
 // A Kafka Streams 4.3.1 word count with processing.guarantee=exactly_once_v2, for the compatibility
 // matrix's application rows (tests/compat/apps/streams_eos.py drives it, kills it with -9 and
 // restarts it). It runs until it is killed or gets SIGTERM. Single-file program:
-//   java -cp "<kafka apps jars>/*" StreamsWordCount.java <bootstrap> <prefix> <state dir> [classic|streams]
-// The optional last argument is Streams' group.protocol (KIP-1071's streams groups with "streams").
+//   java -cp "<kafka apps jars>/*" StreamsWordCount.java <bootstrap> <prefix> <state dir> [classic|streams] [name=value ...]
+// The optional fourth argument is Streams' group.protocol (KIP-1071's streams groups with "streams");
+// any further name=value arguments are Streams configs (a test's cache size or internal topic configs).
 // The grouping by word repartitions, so Streams also creates internal topics and purges the
 // repartition topic with DeleteRecords, as a long-running application does.
 import java.util.Arrays;
@@ -28,6 +29,10 @@ public class StreamsWordCount {
         p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
         if (args.length > 3) p.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, args[3]);
+        for (int i = 4; i < args.length; i++) {
+            String[] nv = args[i].split("=", 2);
+            p.put(nv[0], nv[1]);
+        }
         StreamsBuilder builder = new StreamsBuilder();
         builder.<String, String>stream(prefix + "-text")
             .flatMapValues(line -> Arrays.asList(line.split(" ")))

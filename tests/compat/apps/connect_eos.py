@@ -40,6 +40,22 @@ def rest(port: int, method: str, path: str, body: dict | None = None) -> dict:
         return json.loads(resp.read() or b"{}")
 
 
+def worker_properties(work: Path, bootstrap: str, prefix: str, port: int, *extra: str) -> Path:
+    """A distributed worker's properties: its config/offsets/status topics named after `prefix`,
+    string converters, the REST API on 127.0.0.1:<port>, offsets flushed every 500 ms."""
+    props = work / "worker.properties"
+    props.write_text("\n".join([
+        f"bootstrap.servers={bootstrap}", f"group.id={prefix}-connect",
+        f"config.storage.topic={prefix}-configs", f"offset.storage.topic={prefix}-offsets",
+        f"status.storage.topic={prefix}-status", "config.storage.replication.factor=1",
+        "offset.storage.replication.factor=1", "status.storage.replication.factor=1",
+        "key.converter=org.apache.kafka.connect.storage.StringConverter",
+        "value.converter=org.apache.kafka.connect.storage.StringConverter",
+        f"listeners=http://127.0.0.1:{port}", "offset.flush.interval.ms=500",
+        "scheduled.rebalance.max.delay.ms=1000", *extra, ""]))
+    return props
+
+
 def wait_rest(port: int, app: subprocess.Popen, deadline_s: float) -> None:
     end = time.monotonic() + deadline_s
     while True:
@@ -65,16 +81,7 @@ def main(bootstrap: str, prefix: str) -> None:
         for f in admin.create_topics([NewTopic(topic, 1, 1)]).values():
             f.result(30)
         port = free_port()
-        props = work / "worker.properties"
-        props.write_text("\n".join([
-            f"bootstrap.servers={bootstrap}", f"group.id={prefix}-connect",
-            f"config.storage.topic={prefix}-configs", f"offset.storage.topic={prefix}-offsets",
-            f"status.storage.topic={prefix}-status", "config.storage.replication.factor=1",
-            "offset.storage.replication.factor=1", "status.storage.replication.factor=1",
-            "key.converter=org.apache.kafka.connect.storage.StringConverter",
-            "value.converter=org.apache.kafka.connect.storage.StringConverter",
-            "exactly.once.source.support=enabled", f"listeners=http://127.0.0.1:{port}",
-            "offset.flush.interval.ms=500", "scheduled.rebalance.max.delay.ms=1000", ""]))
+        props = worker_properties(work, bootstrap, prefix, port, "exactly.once.source.support=enabled")
         log = work / "worker.log"
         worker = java("org.apache.kafka.connect.cli.ConnectDistributed", str(props), log=log)
         try:

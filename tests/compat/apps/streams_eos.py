@@ -35,8 +35,10 @@ def produce_lines(bootstrap: str, topic: str, start: int, n: int, counts: collec
     check(p.flush(30) == 0, "input not produced")
 
 
-def start_app(bootstrap: str, prefix: str, state: str, protocol: str = "classic"):  # type: ignore[no-untyped-def]
-    return java(str(HERE / "StreamsWordCount.java"), bootstrap, prefix, state, protocol)
+def start_app(bootstrap: str, prefix: str, state: str, protocol: str = "classic",  # type: ignore[no-untyped-def]
+              *configs: str, log: Path | None = None):
+    """configs: further Streams settings as name=value."""
+    return java(str(HERE / "StreamsWordCount.java"), bootstrap, prefix, state, protocol, *configs, log=log)
 
 
 def committed_counts(bootstrap: str, topic: str, expected: collections.Counter, deadline_s: float) -> dict[str, int]:

@@ -20,7 +20,7 @@ from minikafka.protocol.batch_rewrite import (
 )
 from minikafka.protocol.types import TopicPartition
 from minikafka.storage.cleaner import choose, swap
-from minikafka.storage.cleaner.cleaning import CleaningAborted, clean
+from minikafka.storage.cleaner.cleaning import CleaningAborted, Offload, clean
 from minikafka.storage.cleaner.offset_map import OffsetMap, capacity
 from minikafka.storage.cleaner.retention import ProducerTail, is_producer_tail
 from minikafka.storage.partition_log import AppendOrigin, PartitionLog
@@ -62,7 +62,9 @@ def run_pass(plog: PartitionLog, now_ms: int, checkpoint: int | None = None, **k
                   chunk_bytes=kw.pop("chunk_bytes", 64 * 1024), **kw)
     try:
         while True:
-            next(steps)
+            step = next(steps)
+            if isinstance(step, Offload):
+                step.fn()
     except StopIteration as stop:
         return stop.value
 
