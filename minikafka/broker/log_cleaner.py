@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,10 @@ class LogCleaner:
         self._reach = crash_point
         self.path: Path = logs.data_dir / CHECKPOINT_FILE
         self.checkpoints: dict[TopicPartition, int] = {}
-        self.uncleanable: set[TopicPartition] = set()
+        # The log each checkpoint belongs to: a topic deleted and created again under the same name
+        # is a new log whose first dirty offset is its log start, not the old log's checkpoint.
+        self._owners: dict[TopicPartition, PartitionLog] = {}
+        self.uncleanable: weakref.WeakSet[PartitionLog] = weakref.WeakSet()
         self.passes = 0  # completed passes (tests and the inspect view)
         self._wake = asyncio.Event()
 
@@ -56,9 +60,21 @@ class LogCleaner:
         except (OSError, ValueError) as exc:
             log.warning("checkpoint_ignored", file=CHECKPOINT_FILE, reason=str(exc))
             self.checkpoints = {}
+        self._owners = {tp: plog for tp in self.checkpoints if (plog := self.logs.get(tp)) is not None}
+
+    def _checkpoint_of(self, plog: PartitionLog) -> int | None:
+        if self._owners.get(plog.tp) is not plog:
+            self.checkpoints.pop(plog.tp, None)
+            self._owners.pop(plog.tp, None)
+        return self.checkpoints.get(plog.tp)
+
+    def _set_checkpoint(self, plog: PartitionLog, offset: int) -> None:
+        self.checkpoints[plog.tp] = offset
+        self._owners[plog.tp] = plog
 
     def _write_checkpoints(self) -> None:
-        live = {tp: off for tp, off in self.checkpoints.items() if self.logs.get(tp) is not None}
+        live = {tp: off for tp, off in self.checkpoints.items()
+                if self.logs.get(tp) is not None and self.logs.get(tp) is self._owners.get(tp)}
         self.checkpoints = live
         files.write_offset_checkpoint(self.path, live)
 
@@ -69,15 +85,15 @@ class LogCleaner:
     # ------------------------------------------------------------------------------ choosing
     def _compacted(self) -> list[PartitionLog]:
         return [plog for plog in self.logs if "compact" in str(plog.config["cleanup.policy"])
-                and plog.tp.topic not in self._internal and plog.tp not in self.uncleanable]
+                and plog.tp.topic not in self._internal and plog not in self.uncleanable]
 
     def grab_filthiest(self, now_ms: int) -> choose.LogToClean | None:
         candidates = []
         reset = False
         for plog in self._compacted():
-            ltc = choose.log_to_clean(plog, self.checkpoints.get(plog.tp), now_ms)
+            ltc = choose.log_to_clean(plog, self._checkpoint_of(plog), now_ms)
             if ltc.reset_checkpoint:
-                self.checkpoints[plog.tp] = ltc.first_dirty
+                self._set_checkpoint(plog, ltc.first_dirty)
                 reset = True
             candidates.append((ltc, float(plog.config["min.cleanable.dirty.ratio"])))
         if reset:
@@ -135,11 +151,16 @@ class LogCleaner:
             log.info("cleaning_aborted", topic=ltc.tp.topic, partition=ltc.tp.partition, reason=str(exc))
             return True
         except (CorruptRecord, OSError) as exc:
-            self.uncleanable.add(ltc.tp)
+            if plog.closed:  # deleted under the pass (an fsync on a thread found its files gone)
+                log.info("cleaning_aborted", topic=ltc.tp.topic, partition=ltc.tp.partition, reason=str(exc))
+                return True
+            self.uncleanable.add(plog)
             log.warning("log_uncleanable", topic=ltc.tp.topic, partition=ltc.tp.partition, reason=str(exc),
                         hint="the partition is not cleaned again until the broker restarts")
             return True
-        self.checkpoints[ltc.tp] = result.end_offset
+        if plog.closed:
+            return True
+        self._set_checkpoint(plog, result.end_offset)
         self._write_checkpoints()
         self.passes += 1
         s = result.stats

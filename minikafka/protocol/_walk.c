@@ -216,9 +216,77 @@ done:
     return Py_BuildValue("(NLLLN)", fault, (long long)max_ts, (long long)match_delta, (long long)match_ts, bad);
 }
 
+/* record_spans(data, count) -> list[(offset_delta, timestamp_delta, key_start, key_length,
+ * value_length, tail_start, end)]: where each record of a decompressed records section lies, for
+ * the log cleaner (minikafka.protocol.batch_rewrite.record_spans_py is the Python reference and
+ * raises where this raises ValueError). key_length/value_length are -1 for null. */
+static PyObject *record_spans(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "record_spans(data, count)");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    long long count = PyLong_AsLongLong(args[1]);
+    PyObject *out = NULL;
+    if (count == -1 && PyErr_Occurred())
+        goto done;
+    out = PyList_New(0);
+    if (out == NULL)
+        goto done;
+    const uint8_t *base = (const uint8_t *)view.buf;
+    const uint8_t *limit = base + view.len;
+    const uint8_t *p = base;
+    for (long long i = 0; i < count; i++) {
+        int64_t length, ts_delta, off_delta, klen, vlen;
+        if (read_varint(&p, limit, 10, 64, &length) != 0)
+            goto corrupt;
+        const uint8_t *end = p + length;
+        if (length <= 0 || length > limit - p)
+            goto corrupt;
+        p += 1; /* attributes */
+        if (read_varint(&p, limit, 10, 64, &ts_delta) != 0 || read_varint(&p, limit, 10, 64, &off_delta) != 0)
+            goto corrupt;
+        const uint8_t *tail = p;
+        if (read_varint(&p, limit, 10, 64, &klen) != 0)
+            goto corrupt;
+        const uint8_t *key = p;
+        if (klen > 0) {
+            if (klen > end - p)
+                goto corrupt;
+            p += klen;
+        }
+        if (p > end || read_varint(&p, limit, 10, 64, &vlen) != 0)
+            goto corrupt;
+        if (p > end || (vlen > 0 && vlen > end - p))
+            goto corrupt;
+        PyObject *item = Py_BuildValue("(LLnLLnn)", (long long)off_delta, (long long)ts_delta,
+                                       (Py_ssize_t)(key - base), (long long)klen, (long long)vlen,
+                                       (Py_ssize_t)(tail - base), (Py_ssize_t)(end - base));
+        if (item == NULL || PyList_Append(out, item) < 0) {
+            Py_XDECREF(item);
+            Py_CLEAR(out);
+            goto done;
+        }
+        Py_DECREF(item);
+        p = end;
+    }
+    goto done;
+corrupt:
+    Py_CLEAR(out);
+    PyErr_SetString(PyExc_ValueError, "record overruns its batch");
+done:
+    PyBuffer_Release(&view);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"walk_records", (PyCFunction)(void (*)(void))walk_records, METH_FASTCALL,
      "Walk the records of a batch; see minikafka.protocol.validator.walk_records_py."},
+    {"record_spans", (PyCFunction)(void (*)(void))record_spans, METH_FASTCALL,
+     "Where each record of a records section lies; see minikafka.protocol.batch_rewrite.record_spans_py."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -62,30 +62,70 @@ def delete_horizon_ms(h: BatchHeader) -> int | None:
     return h.base_timestamp if h.attributes & DELETE_HORIZON_FLAG else None
 
 
-def stored_records(batch: bytes | memoryview, h: BatchHeader) -> Iterator[StoredRecord]:
-    """The records of one batch (the batch's bytes from its first byte), decompressed if needed."""
-    raw = batch[HEADER_SIZE : h.size]
-    data = decompress(h.compression, raw) if h.compression else bytes(raw)
-    log_append_time = bool(h.attributes & TIMESTAMP_TYPE_MASK)
-    p = 0
-    for i in range(h.records_count):
+def record_spans_py(data: bytes, count: int) -> list[tuple[int, int, int, int, int, int, int]]:
+    """(offset delta, timestamp delta, key start, key length, value length, tail start, end) of each
+    record of a decompressed records section; lengths are -1 for null. CorruptRecord when a record
+    does not fit. The Python reference of the compiled `_walk.record_spans`."""
+    out = []
+    p, n = 0, len(data)
+    for i in range(count):
         length, p = read_varint(data, p)
         end = p + length
-        if length <= 0 or end > len(data):
-            raise CorruptRecord(f"record {i} of the batch at offset {h.base_offset} has length {length}")
+        if length <= 0 or end > n:
+            raise CorruptRecord(f"record {i} has length {length}")
         p += 1  # record attributes (unused, always 0)
         ts_delta, p = read_varint(data, p)
         off_delta, p = read_varint(data, p)
-        tail_start = p
+        tail = p
         klen, p = read_varint(data, p)
-        key = None if klen < 0 else data[p : p + klen]
-        p += max(klen, 0)
+        key = p
+        if klen > 0:
+            if klen > end - p:
+                raise CorruptRecord(f"record {i}'s key overruns it")
+            p += klen
+        if p > end:
+            raise CorruptRecord(f"record {i} overruns its length")
         vlen, p = read_varint(data, p)
-        if p > end or (klen > 0 and tail_start + klen > end):
-            raise CorruptRecord(f"record {i} of the batch at offset {h.base_offset} overruns its length")
-        ts = h.max_timestamp if log_append_time else h.base_timestamp + ts_delta
-        yield StoredRecord(h.base_offset + off_delta, ts, key, vlen >= 0, data[tail_start:end])
+        if p > end or (vlen > 0 and vlen > end - p):
+            raise CorruptRecord(f"record {i}'s value overruns it")
+        out.append((off_delta, ts_delta, key, klen, vlen, tail, end))
         p = end
+    return out
+
+
+try:  # the compiled twin, when `pip install` could build it (the Produce path's _walk)
+    from minikafka.protocol._walk import record_spans as _record_spans_c
+except ImportError:  # pragma: no cover - exercised where no C compiler was available
+    _record_spans_c = None
+
+
+def record_spans(data: bytes, count: int) -> list[tuple[int, int, int, int, int, int, int]]:
+    if _record_spans_c is None:
+        return record_spans_py(data, count)
+    try:
+        return _record_spans_c(data, count)
+    except ValueError as exc:
+        raise CorruptRecord(str(exc)) from None
+
+
+def records_section(batch: bytes | memoryview, h: BatchHeader) -> bytes:
+    """The records of one batch (its bytes from its first byte), decompressed if needed."""
+    raw = batch[HEADER_SIZE : h.size]
+    return decompress(h.compression, raw) if h.compression else bytes(raw)
+
+
+def stored_record(data: bytes, h: BatchHeader, span: tuple[int, int, int, int, int, int, int]) -> StoredRecord:
+    off_delta, ts_delta, key, klen, vlen, tail, end = span
+    ts = h.max_timestamp if h.attributes & TIMESTAMP_TYPE_MASK else h.base_timestamp + ts_delta
+    return StoredRecord(h.base_offset + off_delta, ts, None if klen < 0 else data[key : key + klen], vlen >= 0,
+                        data[tail:end])
+
+
+def stored_records(batch: bytes | memoryview, h: BatchHeader) -> Iterator[StoredRecord]:
+    """The records of one batch (its bytes from its first byte), decompressed if needed."""
+    data = records_section(batch, h)
+    for span in record_spans(data, h.records_count):
+        yield stored_record(data, h, span)
 
 
 def compress(codec: int, data: bytes) -> bytes:

@@ -22,7 +22,14 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from minikafka.protocol import records
-from minikafka.protocol.batch_rewrite import StoredRecord, delete_horizon_ms, empty_batch, rebuild_batch, stored_records
+from minikafka.protocol.batch_rewrite import (
+    delete_horizon_ms,
+    empty_batch,
+    rebuild_batch,
+    record_spans,
+    records_section,
+    stored_record,
+)
 from minikafka.protocol.records import BatchHeader
 from minikafka.storage.cleaner.offset_map import OffsetMap
 from minikafka.storage.cleaner.txn_metadata import CleanedTransactionMetadata
@@ -75,17 +82,17 @@ def is_producer_tail(h: BatchHeader, producers: dict[int, ProducerTail]) -> bool
     return h.is_control and h.producer_epoch == tail.producer_epoch
 
 
-def should_retain_record(rec: StoredRecord, h: BatchHeader, offset_map: OffsetMap, now_ms: int,
-                         stats: CleanerStats) -> bool:
-    if rec.offset > offset_map.latest_offset:
+def should_retain_record(offset: int, key: bytes | None, has_value: bool, h: BatchHeader, offset_map: OffsetMap,
+                         now_ms: int, stats: CleanerStats) -> bool:
+    if offset > offset_map.latest_offset:
         return True
-    if rec.key is None:
+    if key is None:
         stats.invalid_records += 1
         return False
-    latest_for_key = rec.offset >= offset_map.get(rec.key)
+    latest_for_key = offset >= offset_map.get(key)
     horizon = delete_horizon_ms(h)
     retain_tombstone = horizon is None or now_ms < horizon
-    return latest_for_key and (rec.has_value or retain_tombstone)
+    return latest_for_key and (has_value or retain_tombstone)
 
 
 def filter_batch(batch: bytes | memoryview, h: BatchHeader, ctx: PassContext) -> bytes | bytearray | None:
@@ -114,26 +121,28 @@ def filter_batch(batch: bytes | memoryview, h: BatchHeader, ctx: PassContext) ->
             stats.aborted_batches_removed += 1
         return None
 
-    kept: list[StoredRecord] = []
-    all_kept = True
+    data = records_section(batch, h)
+    spans = record_spans(data, h.records_count)
+    stats.records_read += len(spans)
+    kept: list[tuple[int, int, int, int, int, int, int]] = []
     tombstones = False
-    for rec in stored_records(batch, h):
-        stats.records_read += 1
-        keep = (not discard_records) and (h.is_control or should_retain_record(rec, h, ctx.offset_map, ctx.now_ms, stats))
-        if keep:
-            kept.append(rec)
-            if not rec.has_value:
-                tombstones = True
-        else:
-            all_kept = False
+    if not discard_records:
+        base, offset_map, now_ms = h.base_offset, ctx.offset_map, ctx.now_ms
+        for span in spans:
+            klen, vlen = span[3], span[4]
+            if h.is_control or should_retain_record(base + span[0], None if klen < 0 else data[span[2]:span[2] + klen],
+                                                    vlen >= 0, h, offset_map, now_ms, stats):
+                kept.append(span)
+                if vlen < 0:
+                    tombstones = True
     if kept:
         stats.records_kept += len(kept)
         set_horizon = (tombstones or (can_discard and h.is_control)) and delete_horizon_ms(h) is None
-        if all_kept and not set_horizon:
+        if len(kept) == len(spans) and not set_horizon:
             out: bytes | bytearray = bytes(batch[: h.size])
         else:
             horizon_ms = ctx.now_ms + ctx.delete_retention_ms if set_horizon else delete_horizon_ms(h)
-            out = rebuild_batch(h, kept, horizon_ms)
+            out = rebuild_batch(h, [stored_record(data, h, span) for span in kept], horizon_ms)
     elif retain_empty:
         out = empty_batch(h)
     else:
@@ -152,11 +161,14 @@ def map_batch(batch: bytes | memoryview, h: BatchHeader, start_offset: int, offs
     if h.is_control:
         txns.on_marker(h, control_type_of(batch, h))
     elif not txns.on_batch(h):
-        for rec in stored_records(batch, h):
-            if rec.key is not None and rec.offset >= start_offset:
+        data = records_section(batch, h)
+        base = h.base_offset
+        for off_delta, _, key, klen, _, _, _ in record_spans(data, h.records_count):
+            offset = base + off_delta
+            if klen >= 0 and offset >= start_offset:
                 if offset_map.full:
                     return True
-                offset_map.put(bytes(rec.key), rec.offset)
+                offset_map.put(data[key : key + klen], offset)
     if h.last_offset >= start_offset:
         offset_map.update_latest_offset(h.last_offset)
     return False
