@@ -208,12 +208,15 @@ class MiniKafka(Broker):
 class ApacheKafka(Broker):
     name = "kafka"
     HEAP = "-Xms1G -Xmx1G"
+    # On top of server.properties.in (which the test suite shares): what MiniKafka.OVERRIDES adds
+    # for the benchmark alone.
+    EXTRA_PROPS = {"log.cleaner.backoff.ms": "100"}
 
     def __init__(self, workdir: Path, pin: str | None = None, extra_props: dict[str, str] | None = None) -> None:
         super().__init__(workdir, pin)
         self.controller_port = free_port({self.port})
         self.data_dir = self.workdir / "data"
-        self.extra_props = dict(extra_props or {})
+        self.extra_props = {**self.EXTRA_PROPS, **(extra_props or {})}
 
     @staticmethod
     def ensure_jars() -> None:

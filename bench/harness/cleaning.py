@@ -8,7 +8,7 @@ topic at `l1_rate` msg/s (acks=all, every ack timed). After `l1_baseline_s` the 
 `cleaner-offset-checkpoint` names the topic is the cleaning time (one pass: the offset map holds
 every key). Reported: MB/s of dirty log cleaned, broker CPU-s of the pass, the segments' size
 before and after, and the producer's ack latency p50/p99 before and while cleaning. Both brokers
-run with log.cleaner.backoff.ms=100 (bench/kafka/server.properties.in, MiniKafka.OVERRIDES).
+run with log.cleaner.backoff.ms=100 (ApacheKafka.EXTRA_PROPS, MiniKafka.OVERRIDES).
 """
 
 from __future__ import annotations
