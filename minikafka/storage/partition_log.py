@@ -99,13 +99,15 @@ class PartitionLog:
         """
         plog = cls(tp, directory, topic_config, now_ms, open_files)
         directory.mkdir(parents=True, exist_ok=True)
-        swap.recover(directory)  # a cleaning pass the last stop interrupted: finished or undone
-        for name in os.listdir(directory):
+        names = os.listdir(directory)  # one listing (start-up and creation of many partitions)
+        if any(n.endswith((swap.CLEANED, swap.SWAP)) for n in names):
+            swap.recover(directory)  # a cleaning pass the last stop interrupted: finished or undone
+            names = os.listdir(directory)
+        for name in names:
             if name.endswith((".tmp", ".deleted")):
                 os.unlink(directory / name)
-        bases = sorted(files.offset_from_name(n) for n in os.listdir(directory)
-                       if n.endswith(files.LOG_SUFFIX) and n[:20].isdigit())
-        for name in os.listdir(directory):  # index files whose .log is gone are orphans
+        bases = sorted(files.offset_from_name(n) for n in names if n.endswith(files.LOG_SUFFIX) and n[:20].isdigit())
+        for name in names:  # index files whose .log is gone are orphans
             if name.endswith((files.INDEX_SUFFIX, files.TIME_INDEX_SUFFIX, files.TXN_INDEX_SUFFIX)) \
                     and name[:20].isdigit() and files.offset_from_name(name) not in bases:
                 os.unlink(directory / name)
