@@ -36,6 +36,13 @@ CHECKPOINT_FILE = "cleaner-offset-checkpoint"
 CHUNK_BYTES = 64 * 1024
 
 
+def throttle_delay(moved_bytes: int, elapsed_s: float, rate: float) -> float:
+    """Seconds to sleep so that `moved_bytes` over the pass so far stays at or under `rate` bytes/s
+    (log.cleaner.io.max.bytes.per.second); at most a second at a time, so the pass checks again."""
+    ahead = moved_bytes / rate - elapsed_s if rate > 0 else 0.0
+    return min(ahead, 1.0) if ahead > 0 else 0.0
+
+
 class LogCleaner:
     def __init__(self, logs: LogManager, config: Callable[[], Any], now_ms: Callable[[], int],
                  internal_topics: frozenset[str], crash_point: Callable[[str], None] = lambda step: None) -> None:
@@ -45,60 +52,50 @@ class LogCleaner:
         self._internal = internal_topics
         self._reach = crash_point
         self.path: Path = logs.data_dir / CHECKPOINT_FILE
-        self.checkpoints: dict[TopicPartition, int] = {}
-        # The log each checkpoint belongs to: a topic deleted and created again under the same name
-        # is a new log whose first dirty offset is its log start, not the old log's checkpoint.
-        self._owners: dict[TopicPartition, PartitionLog] = {}
+        # First dirty offset per partition, with the log it belongs to: a topic deleted and created
+        # again under the same name is a new log, whose first dirty offset is its log start.
+        self._dirty_from: dict[TopicPartition, tuple[PartitionLog, int]] = {}
         self.uncleanable: weakref.WeakSet[PartitionLog] = weakref.WeakSet()
-        self.passes = 0  # completed passes (tests and the inspect view)
-        self._wake = asyncio.Event()
+
+    @property
+    def checkpoints(self) -> dict[TopicPartition, int]:
+        """What `cleaner-offset-checkpoint` holds: the live logs' first dirty offsets."""
+        return {tp: offset for tp, (plog, offset) in self._dirty_from.items() if self.logs.get(tp) is plog}
 
     def load(self) -> None:
         """Read `cleaner-offset-checkpoint` (after the log manager has locked and loaded the dir)."""
         try:
-            self.checkpoints = files.read_offset_checkpoint(self.path)
+            stored = files.read_offset_checkpoint(self.path)
         except (OSError, ValueError) as exc:
             log.warning("checkpoint_ignored", file=CHECKPOINT_FILE, reason=str(exc))
-            self.checkpoints = {}
-        self._owners = {tp: plog for tp in self.checkpoints if (plog := self.logs.get(tp)) is not None}
+            stored = {}
+        self._dirty_from = {tp: (plog, offset) for tp, offset in stored.items()
+                            if (plog := self.logs.get(tp)) is not None}
 
     def _checkpoint_of(self, plog: PartitionLog) -> int | None:
-        if self._owners.get(plog.tp) is not plog:
-            self.checkpoints.pop(plog.tp, None)
-            self._owners.pop(plog.tp, None)
-        return self.checkpoints.get(plog.tp)
+        owner, offset = self._dirty_from.get(plog.tp, (None, None))
+        return offset if owner is plog else None
 
     def _set_checkpoint(self, plog: PartitionLog, offset: int) -> None:
-        self.checkpoints[plog.tp] = offset
-        self._owners[plog.tp] = plog
-
-    def _write_checkpoints(self) -> None:
-        live = {tp: off for tp, off in self.checkpoints.items()
-                if self.logs.get(tp) is not None and self.logs.get(tp) is self._owners.get(tp)}
-        self.checkpoints = live
+        self._dirty_from[plog.tp] = (plog, offset)
+        live = self.checkpoints  # deleted logs drop out of the file (and of memory) here
+        self._dirty_from = {tp: entry for tp, entry in self._dirty_from.items() if tp in live}
         files.write_offset_checkpoint(self.path, live)
-
-    def wake(self) -> None:
-        """Look for work now (a test, or a config change) instead of after the backoff."""
-        self._wake.set()
 
     # ------------------------------------------------------------------------------ choosing
     def _compacted(self) -> list[PartitionLog]:
         return [plog for plog in self.logs if "compact" in str(plog.config["cleanup.policy"])
                 and plog.tp.topic not in self._internal and plog not in self.uncleanable]
 
-    def grab_filthiest(self, now_ms: int) -> choose.LogToClean | None:
+    def grab_filthiest(self, now_ms: int) -> tuple[PartitionLog, choose.LogToClean] | None:
         candidates = []
-        reset = False
         for plog in self._compacted():
             ltc = choose.log_to_clean(plog, self._checkpoint_of(plog), now_ms)
             if ltc.reset_checkpoint:
                 self._set_checkpoint(plog, ltc.first_dirty)
-                reset = True
             candidates.append((ltc, float(plog.config["min.cleanable.dirty.ratio"])))
-        if reset:
-            self._write_checkpoints()
-        return choose.filthiest(candidates)
+        best = choose.filthiest(candidates)
+        return None if best is None else (self.logs.get(best.tp), best)
 
     # ------------------------------------------------------------------------------ running
     async def run(self) -> None:
@@ -108,24 +105,15 @@ class LogCleaner:
             except OSError as exc:  # the checkpoint file: the next pass tries again
                 log.warning("cleaner_checkpoint_failed", reason=str(exc))
                 cleaned = False
-            if cleaned:
-                await asyncio.sleep(0)
-                continue
-            self._wake.clear()
-            try:
-                await asyncio.wait_for(self._wake.wait(), int(self._config()["log.cleaner.backoff.ms"]) / 1000)
-            except TimeoutError:
-                pass
+            await asyncio.sleep(0 if cleaned else int(self._config()["log.cleaner.backoff.ms"]) / 1000)
 
     async def clean_filthiest(self) -> bool:
         """One pass over the filthiest log; False when no log needs cleaning."""
         now = self._now_ms()
-        ltc = self.grab_filthiest(now)
-        if ltc is None:
+        found = self.grab_filthiest(now)
+        if found is None:
             return False
-        plog = self.logs.get(ltc.tp)
-        if plog is None:
-            return False
+        plog, ltc = found
         c = self._config()
         capacity = offset_map.capacity(int(c["log.cleaner.dedupe.buffer.size"]),
                                        float(c["log.cleaner.io.buffer.load.factor"]),
@@ -144,7 +132,8 @@ class LogCleaner:
                     await asyncio.to_thread(step.fn)  # an fsync: the loop serves requests meanwhile
                     continue
                 moved += step
-                await self._throttle(moved, started, rate)
+                # after each chunk the loop serves requests; longer when over the configured rate
+                await asyncio.sleep(throttle_delay(moved, time.monotonic() - started, rate))
         except StopIteration as stop:
             result: CleanResult = stop.value
         except CleaningAborted as exc:
@@ -161,20 +150,10 @@ class LogCleaner:
         if plog.closed:
             return True
         self._set_checkpoint(plog, result.end_offset)
-        self._write_checkpoints()
-        self.passes += 1
         s = result.stats
-        elapsed = time.monotonic() - started
         log.info("log_cleaned", topic=ltc.tp.topic, partition=ltc.tp.partition, first_dirty=ltc.first_dirty,
                  end_offset=result.end_offset, dirty_ratio=round(ltc.ratio, 3), groups=result.groups,
                  bytes_read=s.bytes_read, bytes_written=s.bytes_written, records_read=s.records_read,
                  records_kept=s.records_kept, aborted_batches_removed=s.aborted_batches_removed,
-                 markers_removed=s.markers_removed, seconds=round(elapsed, 3))
+                 markers_removed=s.markers_removed, seconds=round(time.monotonic() - started, 3))
         return True
-
-    @staticmethod
-    async def _throttle(moved: int, started: float, rate: float) -> None:
-        """Let the loop serve requests after each chunk; sleep when over the configured rate."""
-        elapsed = time.monotonic() - started
-        ahead = moved / rate - elapsed if rate > 0 else 0.0
-        await asyncio.sleep(min(ahead, 1.0) if ahead > 0 else 0)

@@ -20,20 +20,19 @@ two deltas.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from minikafka.protocol.crc import crc32c
 from minikafka.protocol.errors import CorruptRecord
 from minikafka.protocol.records import (
     COMPRESSION_MASK,
     CONTROL_FLAG,
     HEADER_SIZE,
-    MAGIC,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG,
     BatchHeader,
+    assemble_batch,
+    compress,
     decompress,
     read_varint,
     zigzag,
@@ -41,20 +40,12 @@ from minikafka.protocol.records import (
 
 DELETE_HORIZON_FLAG = 0x40
 
-_AFTER_CRC = struct.Struct(">hiqqqhii")  # attributes .. records count
-_BEFORE_CRC = struct.Struct(">qiibI")      # base offset, length, leader epoch, magic, crc
-
-
 class StoredRecord(NamedTuple):
     offset: int
     timestamp: int
     key: bytes | None
     has_value: bool
     tail: bytes  # key length varint .. end of the record (key, value, headers as stored)
-
-
-def has_delete_horizon(h: BatchHeader) -> bool:
-    return bool(h.attributes & DELETE_HORIZON_FLAG)
 
 
 def delete_horizon_ms(h: BatchHeader) -> int | None:
@@ -128,29 +119,12 @@ def stored_records(batch: bytes | memoryview, h: BatchHeader) -> Iterator[Stored
         yield stored_record(data, h, span)
 
 
-def compress(codec: int, data: bytes) -> bytes:
-    """Compress a records section with the batch's codec (1 gzip, 2 snappy as snappy-java's xerial
-    framing, which every Kafka client reads, 3 lz4 frame, 4 zstd)."""
-    import cramjam
-
-    if codec == 1:
-        return bytes(cramjam.gzip.compress(data))
-    if codec == 2:
-        block = bytes(cramjam.snappy.compress_raw(data))
-        return b"\x82SNAPPY\x00" + struct.pack(">iii", 1, 1, len(block)) + block
-    if codec == 3:
-        return bytes(cramjam.lz4.compress(data))
-    if codec == 4:
-        return bytes(cramjam.zstd.compress(data))
-    raise CorruptRecord(f"unknown compression codec {codec}")
-
-
 def _assemble(h: BatchHeader, attributes: int, base_timestamp: int, max_timestamp: int, count: int,
               body: bytes) -> bytearray:
-    after_crc = _AFTER_CRC.pack(attributes, h.last_offset_delta, base_timestamp, max_timestamp,
-                                h.producer_id, h.producer_epoch, h.base_sequence, count) + body
-    head = _BEFORE_CRC.pack(h.base_offset, 9 + len(after_crc), h.partition_leader_epoch, MAGIC, crc32c(after_crc))
-    return bytearray(head + after_crc)
+    return assemble_batch(base_offset=h.base_offset, attributes=attributes, last_offset_delta=h.last_offset_delta,
+                          base_timestamp=base_timestamp, max_timestamp=max_timestamp, producer_id=h.producer_id,
+                          producer_epoch=h.producer_epoch, base_sequence=h.base_sequence, count=count,
+                          records=body, partition_leader_epoch=h.partition_leader_epoch)
 
 
 def rebuild_batch(h: BatchHeader, kept: list[StoredRecord], delete_horizon: int | None) -> bytearray:

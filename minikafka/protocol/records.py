@@ -200,13 +200,24 @@ def build_control_batch(
     value = struct.pack(">hi", 0, coordinator_epoch)
     body = bytes([0]) + zigzag(0) + zigzag(0) + zigzag(len(key)) + key + zigzag(len(value)) + value + zigzag(0)
     record = zigzag(len(body)) + body
-    attributes = TRANSACTIONAL_FLAG | CONTROL_FLAG
-    after_crc = struct.pack(
-        ">hiqqqhii", attributes, 0, timestamp_ms, timestamp_ms, producer_id, producer_epoch, -1, 1
-    ) + record
-    crc = crc32c(after_crc)
-    batch_length = 4 + 1 + 4 + len(after_crc)  # partitionLeaderEpoch + magic + crc + rest
-    return bytearray(struct.pack(">qiibI", 0, batch_length, 0, MAGIC, crc) + after_crc)
+    return assemble_batch(base_offset=0, attributes=TRANSACTIONAL_FLAG | CONTROL_FLAG, last_offset_delta=0,
+                          base_timestamp=timestamp_ms, max_timestamp=timestamp_ms, producer_id=producer_id,
+                          producer_epoch=producer_epoch, base_sequence=-1, count=1, records=record)
+
+
+_AFTER_CRC = struct.Struct(">hiqqqhii")  # attributes .. records count: what the CRC covers first
+_BEFORE_CRC = struct.Struct(">qiibI")    # base offset, batch length, leader epoch, magic, crc
+
+
+def assemble_batch(*, base_offset: int, attributes: int, last_offset_delta: int, base_timestamp: int,
+                   max_timestamp: int, producer_id: int, producer_epoch: int, base_sequence: int, count: int,
+                   records: bytes | bytearray, partition_leader_epoch: int = 0) -> bytearray:
+    """A v2 batch from its header fields and its (encoded, possibly compressed) records, CRC set."""
+    after_crc = _AFTER_CRC.pack(attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id,
+                                producer_epoch, base_sequence, count) + bytes(records)
+    # batchLength counts partitionLeaderEpoch, magic and crc (9 bytes) and what follows them.
+    head = _BEFORE_CRC.pack(base_offset, 9 + len(after_crc), partition_leader_epoch, MAGIC, crc32c(after_crc))
+    return bytearray(head + after_crc)
 
 
 def control_type(batch: bytes | bytearray | memoryview, pos: int = 0) -> int:
@@ -306,6 +317,21 @@ def decompress_bounded(codec: int, data: bytes | memoryview, limit: int) -> memo
             return memoryview(out)[:n]
     except cramjam.DecompressionError as exc:
         raise CorruptRecord(f"{name} payload does not decompress (within {limit} bytes): {exc}") from None
+
+
+def compress(codec: int, data: bytes) -> bytes:
+    """Compress a records section with a batch's codec (the log cleaner rewrites batches in their own
+    codec): 1 gzip, 2 snappy in snappy-java's xerial framing (what Kafka's Java producer writes and
+    every client reads), 3 lz4 frame, 4 zstd."""
+    import cramjam
+
+    name = _CODECS.get(codec)
+    if name is None:
+        raise CorruptRecord(f"unknown compression codec {codec}")
+    if codec == 2:
+        block = bytes(cramjam.snappy.compress_raw(data))
+        return _XERIAL_MAGIC + struct.pack(">iii", 1, 1, len(block)) + block
+    return bytes(getattr(cramjam, name).compress(data))
 
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
@@ -413,11 +439,8 @@ def build_batch(
             rec += zigzag(len(hkb)) + hkb
             rec += zigzag(-1) if hv is None else zigzag(len(hv)) + hv
         body += zigzag(len(rec)) + rec
-    attributes = TRANSACTIONAL_FLAG if transactional else 0
     n = len(records)
-    after_crc = struct.pack(
-        ">hiqqqhii", attributes, n - 1, timestamp_ms, timestamp_ms,
-        producer_id, producer_epoch, base_sequence, n,
-    ) + bytes(body)
-    crc = crc32c(after_crc)
-    return bytearray(struct.pack(">qiibI", base_offset, 9 + len(after_crc), 0, MAGIC, crc) + after_crc)
+    return assemble_batch(base_offset=base_offset, attributes=TRANSACTIONAL_FLAG if transactional else 0,
+                          last_offset_delta=n - 1, base_timestamp=timestamp_ms, max_timestamp=timestamp_ms,
+                          producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
+                          count=n, records=body)

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, NamedTuple
 import structlog
 
 from minikafka.protocol import records
-from minikafka.protocol.errors import CorruptRecord
-from minikafka.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
+from minikafka.protocol.errors import CorruptRecord, InvalidRecord
+from minikafka.protocol.records import LOG_OVERHEAD, BatchHeader
 from minikafka.storage import files
 from minikafka.storage.cleaner import swap
 from minikafka.storage.cleaner.choose import LogToClean, segments_overlapping
@@ -66,38 +66,27 @@ def _check_alive(plog: PartitionLog, seg: LogSegment) -> None:
 
 def _batches(plog: PartitionLog, seg: LogSegment, start_pos: int,
              chunk_bytes: int) -> Iterator[list[tuple[memoryview, BatchHeader]]]:
-    """Whole batches of a segment from a position, a chunk at a time, each checked against its CRC
-    (a corrupt batch stops the pass: Kafka marks such a partition uncleanable)."""
+    """Whole batches of a segment from a position, a chunk at a time, each checked as a produced
+    batch is (records.split_batches: sizes, magic, CRC); a bad one stops the pass (Kafka marks such
+    a partition uncleanable)."""
     pos = start_pos
-    while True:
+    while pos + LOG_OVERHEAD <= seg.size:
         _check_alive(plog, seg)
-        if pos + LOG_OVERHEAD > seg.size:
-            return
         data = os.pread(seg.fd, min(chunk_bytes, seg.size - pos), pos)
-        if len(data) < HEADER_SIZE:
-            return
-        first = records.read_header(data)
-        if first.size > len(data):  # one batch larger than the chunk: read just it
-            if pos + first.size > seg.size:
-                raise CorruptRecord(f"batch at position {pos} of {seg.log_path} runs past the end")
-            data = os.pread(seg.fd, first.size, pos)
+        if len(data) >= LOG_OVERHEAD:
+            _, size = records.peek_size(data, 0)
+            if size > len(data) and pos + size <= seg.size:  # one batch larger than the chunk
+                data = os.pread(seg.fd, size, pos)
+        try:
+            found = records.split_batches(data)
+        except (CorruptRecord, InvalidRecord) as exc:
+            raise CorruptRecord(f"{exc} (chunk at position {pos} of {seg.log_path})") from None
+        if not found:
+            raise CorruptRecord(f"incomplete batch at position {pos} of {seg.log_path}")
         view = memoryview(data)
-        out = []
-        p = 0
-        while p + HEADER_SIZE <= len(data):
-            h = records.read_header(data, p)
-            if h.size < HEADER_SIZE or h.magic != records.MAGIC:
-                raise CorruptRecord(f"bad batch header at position {pos + p} of {seg.log_path}")
-            if p + h.size > len(data):
-                break
-            if not records.is_intact(data, p, h.size):
-                raise CorruptRecord(f"CRC mismatch at position {pos + p} of {seg.log_path}")
-            out.append((view[p : p + h.size], h))
-            p += h.size
-        if not out:
-            return
-        yield out
-        pos += p
+        yield [(view[p : p + h.size], h) for p, h in found]
+        last_pos, last = found[-1]
+        pos += last_pos + last.size
 
 
 def group_segments(segments: list[LogSegment], max_bytes: int, max_index_bytes: int,
@@ -215,5 +204,4 @@ def _clean_group(plog: PartitionLog, group: list[LogSegment], ctx: PassContext, 
     finally:
         if not done:
             cleaned.close()
-            for suffix in swap.ALL_SUFFIXES:
-                swap.remove(cleaned.dir / (f"{base:020d}{suffix}" + swap.CLEANED))
+            swap.discard(plog.dir, base)

@@ -108,13 +108,8 @@ def filter_batch(batch: bytes | memoryview, h: BatchHeader, ctx: PassContext) ->
     else:
         can_discard = ctx.txns.on_batch(h)
         discard_records = can_discard
-    if h.producer_id >= 0 and is_producer_tail(h, ctx.producers):
-        retain_empty, delete = True, False
-    elif h.next_offset == ctx.upper_bound:
-        retain_empty, delete = True, False
-    else:
-        retain_empty, delete = False, discard_records
-    if delete:
+    retain_empty = (h.producer_id >= 0 and is_producer_tail(h, ctx.producers)) or h.next_offset == ctx.upper_bound
+    if discard_records and not retain_empty:
         if h.is_control:
             stats.markers_removed += 1
         elif h.is_transactional:

@@ -55,6 +55,12 @@ def remove(path: Path) -> None:
         pass
 
 
+def discard(directory: Path, base: int) -> None:
+    """Delete the `.cleaned` files of a group whose pass stopped before step 1."""
+    for suffix in ALL_SUFFIXES:
+        remove(directory / _name(base, suffix, CLEANED))
+
+
 def commit(directory: Path, base: int, delete_old: Callable[[], None],
            reach: Callable[[str], None] = lambda step: None) -> None:
     """Steps 1-3 for the cleaned segment of `base`; `delete_old` deletes the replaced segments."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from minikafka.broker.log_cleaner import LogCleaner
+from minikafka.broker.log_cleaner import LogCleaner, throttle_delay
 from minikafka.config import BrokerConfig
 from minikafka.protocol import records
 from minikafka.protocol.types import TopicPartition
@@ -60,11 +60,19 @@ async def test_a_topic_created_again_starts_from_its_log_start(tmp_path):
     lm.delete_topic("c")
     lm.create_topic("c", 1, COMPACT, now_ms=T0)
     fill(lm, "c", rounds=4)  # the old checkpoint (15) would skip most of the new log
-    ltc = cleaner.grab_filthiest(T0)
-    assert ltc is not None and ltc.first_dirty == 0
+    found = cleaner.grab_filthiest(T0)
+    assert found is not None and found[1].first_dirty == 0
     assert await cleaner.clean_filthiest()
     assert cleaner.checkpoints[TopicPartition("c", 0)] == 20
     # after a restart the checkpoint file is read back for the same log
     again = LogCleaner(lm, lambda: BrokerConfig.build({}), lambda: T0, frozenset())
     again.load()
     assert again.grab_filthiest(T0) is None
+
+
+def test_the_throttle_keeps_the_pass_at_the_configured_rate():
+    mb = 1_000_000
+    assert throttle_delay(5 * mb, 1.0, 10 * mb) == 0.0      # under the rate: only a yield
+    assert throttle_delay(15 * mb, 1.0, 10 * mb) == pytest.approx(0.5)  # 15 MB by 1 s at 10 MB/s
+    assert throttle_delay(100 * mb, 1.0, 10 * mb) == 1.0    # at most a second, then it checks again
+    assert throttle_delay(100 * mb, 0.1, 1.7976931348623157e308) == 0.0  # Kafka's default: no limit

@@ -109,10 +109,12 @@ def test_rebuild_keeps_offsets_producer_fields_and_record_bytes(codec):
                               producer_id=7, producer_epoch=2, base_sequence=40, transactional=True,
                               headers=(("h", b"x"),))
     if codec:  # the same records, compressed with the codec
-        from minikafka.protocol.batch_rewrite import _assemble, compress
         h0 = records.read_header(raw)
-        raw = _assemble(h0, h0.attributes | codec, h0.base_timestamp, h0.max_timestamp, h0.records_count,
-                        compress(codec, bytes(raw[records.HEADER_SIZE:])))
+        raw = records.assemble_batch(
+            base_offset=h0.base_offset, attributes=h0.attributes | codec, last_offset_delta=h0.last_offset_delta,
+            base_timestamp=h0.base_timestamp, max_timestamp=h0.max_timestamp, producer_id=h0.producer_id,
+            producer_epoch=h0.producer_epoch, base_sequence=h0.base_sequence, count=h0.records_count,
+            records=records.compress(codec, bytes(raw[records.HEADER_SIZE:])))
     h = records.read_header(raw)
     recs = list(stored_records(raw, h))
     assert [(r.offset, r.key, r.has_value) for r in recs] == [(100, b"a", True), (101, b"b", False), (102, b"c", True)]
