@@ -539,6 +539,8 @@ class PartitionLog:
         def delete_old() -> None:
             for seg in old:
                 seg.delete()
+                if seg.base_offset != base:  # as Kafka's replaceSegments: a replaced segment's snapshot goes too
+                    self._snapshot_path(seg.base_offset).unlink(missing_ok=True)
 
         swap.commit(self.dir, base, delete_old, reach)
         new = self._new_segment_object(base, now_ms)

@@ -118,10 +118,10 @@ def group_segments(segments: list[LogSegment], max_bytes: int, max_index_bytes: 
 
 
 def producer_tails(plog: PartitionLog) -> dict[int, ProducerTail]:
-    """Each active producer's last data batch (Kafka's lastRecordsOfActiveProducers). Only the last
-    one: the producer snapshot, Kafka's format, keeps one batch per producer too, so older ones
-    would not survive a restart anyway."""
-    return {pid: ProducerTail(frozenset({e.batches[-1].last_offset}) if e.batches else frozenset(), e.producer_epoch)
+    """What each active producer's state rests on (Kafka's lastRecordsOfActiveProducers): the
+    batches of its last five sequences (the ones its duplicate detection holds), where Kafka keeps
+    the last one, so a replay of the log alone restores as much of that state as memory had."""
+    return {pid: ProducerTail(frozenset(b.last_offset for b in e.batches), e.producer_epoch)
             for pid, e in plog.producer_state.producers.items()}
 
 

@@ -7,11 +7,12 @@ A batch is read in offset order by a pass that has built its offset map. Its fat
 - rebuilt with the records that stay (batch_rewrite.rebuild_batch), setting the delete horizon
   (now + delete.retention.ms) the first time a kept batch holds a tombstone or is a marker whose
   transaction has no data left;
-- RETAIN_EMPTY: the header alone when no record stays but the batch must: it is the last batch
-  of an active producer (its sequence and epoch are the producer state idempotence needs), or the
-  last batch below the pass's upper bound (so the log's last offset there is not lost). A marker
-  therefore outlives its transaction's data for as long as the producer's last batch is that data:
-  until the producer writes again or expires (producer.id.expiration.ms), as in Kafka.
+- RETAIN_EMPTY: the header alone when no record stays but the batch must: it is one of the batches
+  of an active producer's last five sequences (their sequences and epoch are the producer state
+  idempotence needs; Kafka keeps the last one), or the last batch below the pass's upper bound (so
+  the log's last offset there is not lost). A marker therefore outlives its transaction's data for
+  as long as that data is among the producer's last five batches: until the producer writes five
+  more or expires (producer.id.expiration.ms).
 A record stays when it is the latest of its key in the dirty section (or past what the map covers),
 and, for a tombstone, until the batch's delete horizon has passed. Records without a key go.
 """
@@ -38,7 +39,7 @@ from minikafka.storage.cleaner.txn_metadata import CleanedTransactionMetadata
 class ProducerTail(NamedTuple):
     """What cleaning must keep of an active producer (Kafka's LastRecord)."""
 
-    data_offsets: frozenset[int]  # the last offset of its newest data batch (empty: none known)
+    data_offsets: frozenset[int]  # last offsets of its newest data batches (empty: none known)
     producer_epoch: int
 
 

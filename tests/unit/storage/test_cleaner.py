@@ -176,6 +176,9 @@ def test_pass_keeps_the_latest_value_per_key_and_keeps_offsets(tmp_path):
     assert visible(plog) == [(27, b"k0", b"v27"), (28, b"k1", b"v28"), (29, b"k2", b"v29"), (30, b"k0", b"tail")]
     assert plog.log_end_offset == before
     assert len(plog.segments) == 2  # the three cleaned segments fit one
+    # the producer snapshots taken when the replaced segments rolled go with them (Kafka's
+    # replaceSegments); the active segment's stays
+    assert sorted(n for n in os.listdir(tmp_path) if n.endswith(".snapshot")) == [f"{30:020d}.snapshot"]
     # a second pass from the checkpoint has nothing dirty to map
     again = run_pass(plog, T0 + 2, checkpoint=result.end_offset)
     assert again.groups == 0
@@ -213,13 +216,15 @@ def test_aborted_data_goes_and_its_marker_stays_until_the_data_is_gone_plus_the_
     marker(plog, 1, 0, commit=True)
     put(plog, [(b"a", b"aborted"), (b"b", b"aborted")], pid=1, epoch=0, seq=1, txn=True)
     marker(plog, 1, 0, commit=False)
-    put(plog, [(b"c", b"1")], pid=1, epoch=0, seq=3, txn=True)  # the producer's newest batch
+    for i in range(5):  # five newer batches: the aborted one is no longer among the producer's last five
+        put(plog, [(b"c%d" % i, b"1")], pid=1, epoch=0, seq=3 + i, txn=True)
     marker(plog, 1, 0, commit=True)
     plog.roll(T0)
     put(plog, [(b"t", b"1")])
     assert len(plog.aborted_txns()) == 1
+    newer = [(5 + i, b"c%d" % i, b"1") for i in range(5)]
     run_pass(plog, T0 + 10)
-    assert visible(plog) == [(0, b"a", b"committed"), (5, b"c", b"1"), (7, b"t", b"1")]
+    assert visible(plog) == [(0, b"a", b"committed"), *newer, (11, b"t", b"1")]
     hs = {h.base_offset: h for h in headers_of(plog)}
     # the aborted batch is gone; its ABORT marker stays, with its index entry, since this pass
     # removed its data (a consumer that read those records before must learn of the abort)
@@ -235,10 +240,10 @@ def test_aborted_data_goes_and_its_marker_stays_until_the_data_is_gone_plus_the_
     plog.roll(T0)
     run_pass(plog, T0 + 1021)
     hs = {h.base_offset: h for h in headers_of(plog)}
-    assert 4 not in hs      # the ABORT marker is gone
-    assert {1, 6} <= set(hs)  # COMMIT markers of transactions whose data is still there stay
+    assert 4 not in hs       # the ABORT marker is gone
+    assert {1, 10} <= set(hs)  # COMMIT markers of transactions whose data is still there stay
     assert plog.aborted_txns() == []
-    assert visible(plog, committed=True) == [(0, b"a", b"committed"), (5, b"c", b"1"), (7, b"t", b"1")]
+    assert visible(plog, committed=True) == [(0, b"a", b"committed"), *newer, (11, b"t", b"1")]
 
 
 def test_commit_marker_goes_after_its_data_and_the_horizon(tmp_path):
@@ -246,13 +251,15 @@ def test_commit_marker_goes_after_its_data_and_the_horizon(tmp_path):
     put(plog, [(b"a", b"1")], pid=1, epoch=0, seq=0, txn=True)
     marker(plog, 1, 0, commit=True)
     put(plog, [(b"a", b"2")], pid=1, epoch=0, seq=1, txn=True)
+    for i in range(5):
+        put(plog, [(b"d%d" % i, b"1")], pid=1, epoch=0, seq=2 + i, txn=True)
     marker(plog, 1, 0, commit=True)
     plog.roll(T0)
     put(plog, [(b"t", b"1")])
     run_pass(plog, T0)
     hs = {h.base_offset: h for h in headers_of(plog)}
-    # offset 0 was superseded and is not the producer's last batch: gone; the pass saw it, so its
-    # COMMIT marker is not yet eligible
+    # offset 0 was superseded and is not among the producer's last five batches: gone; the pass
+    # saw it, so its COMMIT marker is not yet eligible
     assert 0 not in hs and 1 in hs and delete_horizon_ms(hs[1]) is None
     plog.roll(T0)
     run_pass(plog, T0 + 1)
@@ -260,8 +267,25 @@ def test_commit_marker_goes_after_its_data_and_the_horizon(tmp_path):
     plog.roll(T0)
     run_pass(plog, T0 + 102)
     hs = {h.base_offset: h for h in headers_of(plog)}
-    assert 1 not in hs and {2, 3} <= set(hs)
-    assert visible(plog, committed=True) == [(2, b"a", b"2"), (4, b"t", b"1")]
+    assert 1 not in hs and {2, 8} <= set(hs)
+    assert visible(plog, committed=True) == [(2, b"a", b"2"), *[(3 + i, b"d%d" % i, b"1") for i in range(5)],
+                                             (9, b"t", b"1")]
+
+
+def test_the_batches_of_a_producers_last_five_sequences_stay(tmp_path):
+    plog = open_log(tmp_path, cfg())
+    for i in range(7):  # seven batches of one producer, all with the same key
+        put(plog, [(b"k", b"v%d" % i)], pid=1, epoch=3, seq=i)
+    put(plog, [(b"k", b"plain")])  # supersedes them all
+    plog.roll(T0)
+    put(plog, [(b"t", b"1")])
+    run_pass(plog, T0)
+    hs = {h.base_offset: h for h in headers_of(plog)}
+    # the two oldest go; the last five stay as empty headers with their sequences and epoch
+    assert sorted(o for o in hs if o < 7) == [2, 3, 4, 5, 6]
+    assert [(hs[o].records_count, hs[o].producer_epoch, hs[o].last_sequence) for o in range(2, 7)] == \
+        [(0, 3, s) for s in range(2, 7)]
+    assert visible(plog) == [(7, b"k", b"plain"), (8, b"t", b"1")]
 
 
 def test_the_last_batch_of_an_active_producer_stays_as_an_empty_header(tmp_path):
