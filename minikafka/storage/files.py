@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import errno
+import functools
 import os
 import uuid
 from collections.abc import Mapping, Sequence
@@ -90,9 +91,26 @@ def fsync_all(paths: Sequence[Path]) -> None:
         for p in paths:
             fsync_dir(p)
         return
-    with ThreadPoolExecutor(min(32, len(paths)), thread_name_prefix="fsync") as pool:
-        for _ in pool.map(fsync_dir, paths):
-            pass
+    # A few paths per task: one task per path spent more time handing the GIL between the pool's
+    # threads than in the fsyncs (2,000 paths: 0.22 s of lock waits in the submitting thread).
+    chunks = [paths[i::_FSYNC_THREADS] for i in range(_FSYNC_THREADS)]
+    for _ in _fsync_pool().map(_fsync_each, chunks):
+        pass
+
+
+_FSYNC_THREADS = 16
+
+
+def _fsync_each(paths: Sequence[Path]) -> None:
+    for p in paths:
+        fsync_dir(p)
+
+
+@functools.cache
+def _fsync_pool() -> ThreadPoolExecutor:
+    """One pool for the process: starting the threads anew per call cost more than the fsyncs of a
+    small CreateTopics. They start on first use and idle between calls."""
+    return ThreadPoolExecutor(_FSYNC_THREADS, thread_name_prefix="fsync")
 
 
 # Offset checkpoint files (Kafka's OffsetCheckpointFile): "0\n<count>\n<topic> <partition> <offset>\n..."

@@ -13,10 +13,10 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import structlog
 
@@ -33,6 +33,15 @@ log = structlog.get_logger("minikafka.storage")
 TOPICS_FILE = "minikafka-topics.json"
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
+
+
+class NewTopic(NamedTuple):
+    """One topic of a creation request (create_topics)."""
+
+    name: str
+    partitions: int
+    configs: Mapping[str, str | None]
+    internal: bool = False
 
 
 class TopicError(Exception):
@@ -235,35 +244,71 @@ class LogManager:
     def create_topic(self, name: str, partitions: int, configs: Mapping[str, str | None], *,
                      now_ms: int, internal: bool = False, validate_only: bool = False) -> TopicInfo:
         """Raises TopicError with Kafka's code for an existing topic or invalid arguments."""
-        validate_topic_name(name)
-        if name in self.topics:
-            raise TopicError(ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
-        if partitions < 1:
-            raise TopicError(ErrorCode.invalid_partitions, "Number of partitions must be larger than 0.")
-        overrides = self.validate_configs(configs)
-        info = TopicInfo(name, files.new_kafka_uuid(), partitions, overrides, internal)
-        if validate_only:
-            return info
-        # All or nothing: the topic becomes visible (Metadata, the topics file) only once every
-        # partition exists on disk; a disk error removes what was made and raises.
+        result = self.create_topics([NewTopic(name, partitions, configs, internal)], now_ms=now_ms,
+                                    validate_only=validate_only)[0]
+        if isinstance(result, TopicError):
+            raise result
+        return result
+
+    def create_topics(self, topics: Sequence[NewTopic], *, now_ms: int,
+                      validate_only: bool = False) -> list[TopicInfo | TopicError]:
+        """Create several topics (one CreateTopics request) with one durability step for all of
+        them: each topic's answer, in order, its TopicInfo or the TopicError it gets.
+
+        Each topic becomes visible (Metadata, the topics file) only once every partition of it
+        exists on disk. The fsyncs of the new partitions, of the data dir and of the topics file
+        are shared by the whole request: a request of 100 topics paid them 100 times (1,000
+        partitions over 100 topics: 3.6 s against Apache Kafka's 0.14 s, issue 17's topics_create
+        curve). A disk error fails every topic of the batch and removes what was made.
+        validate_only: the answers a creation would get, nothing made."""
+        answers: list[TopicInfo | TopicError] = []
+        planned: list[TopicInfo] = []
+        for t in topics:
+            try:
+                if any(info.name == t.name for info in planned):
+                    raise TopicError(ErrorCode.topic_already_exists, f"Topic '{t.name}' already exists.")
+                info = self._new_topic_info(t)
+            except TopicError as exc:
+                answers.append(exc)
+                continue
+            planned.append(info)
+            answers.append(info)
+        if not planned or validate_only:
+            return answers
         made: dict[TopicPartition, PartitionLog] = {}
         try:
-            for p in range(partitions):
-                made[TopicPartition(name, p)] = self._create_partition(info, p, now_ms)
+            for info in planned:
+                for p in range(info.partitions):
+                    made[TopicPartition(info.name, p)] = self._create_partition(info, p, now_ms)
             self._sync_new_partitions(made.values())
-            self.topics[name] = info
+            for info in planned:
+                self.topics[info.name] = info
             self.logs.update(made)
             self._save_topics_file()
         except OSError as exc:
-            self.topics.pop(name, None)
+            for info in planned:
+                self.topics.pop(info.name, None)
             for tp in made:
                 self.logs.pop(tp, None)
-            self._remove_partition_dirs(name, range(partitions), made)
-            log.warning("topic_creation_failed", topic=name, partitions=partitions, reason=str(exc))
-            raise TopicError(ErrorCode.kafka_storage_error,
-                             f"cannot create topic '{name}' in {self.data_dir}: {exc}") from None
-        log.info("topic_created", topic=name, partitions=partitions, configs=overrides)
-        return info
+            for info in planned:
+                self._remove_partition_dirs(info.name, range(info.partitions), made)
+                log.warning("topic_creation_failed", topic=info.name, partitions=info.partitions, reason=str(exc))
+            return [TopicError(ErrorCode.kafka_storage_error,
+                               f"cannot create topic '{a.name}' in {self.data_dir}: {exc}")
+                    if isinstance(a, TopicInfo) else a for a in answers]
+        for info in planned:
+            log.info("topic_created", topic=info.name, partitions=info.partitions, configs=info.configs)
+        return answers
+
+    def _new_topic_info(self, t: NewTopic) -> TopicInfo:
+        """The TopicInfo a creation would make (a new topic id), or TopicError with Kafka's code for
+        an existing topic, a bad name, partition count or config."""
+        validate_topic_name(t.name)
+        if t.name in self.topics:
+            raise TopicError(ErrorCode.topic_already_exists, f"Topic '{t.name}' already exists.")
+        if t.partitions < 1:
+            raise TopicError(ErrorCode.invalid_partitions, "Number of partitions must be larger than 0.")
+        return TopicInfo(t.name, files.new_kafka_uuid(), t.partitions, self.validate_configs(t.configs), t.internal)
 
     def _remove_partition_dirs(self, name: str, partitions: range,
                                made: Mapping[TopicPartition, PartitionLog]) -> None:

@@ -13,10 +13,10 @@ from minikafka.broker import controller_limits
 from minikafka.broker.context import RequestContext
 from minikafka.broker.handlers.describe_configs import topic_config_entries
 from minikafka.broker.services import BrokerServices
-from minikafka.broker.throttling import THROTTLING_QUOTA_EXCEEDED_MESSAGE, MutationQuota, mutation_quota
+from minikafka.broker.throttling import THROTTLING_QUOTA_EXCEEDED_MESSAGE, mutation_quota
 from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
-from minikafka.storage.log_manager import TopicError
+from minikafka.storage.log_manager import NewTopic, TopicError, TopicInfo
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -39,9 +39,34 @@ class CreateTopicsHandler:
         if refusal is not None:
             return messages.CreateTopicsResponse(throttle_time=quota.throttle_time(), topics=tuple(
                 _err(t.name, ErrorCode.policy_violation, refusal) for t in req.topics))
-        results = [plan if isinstance(plan, messages.CreatableTopicResult)
-                   else self._create(t, plan, req.validate_only, quota) for t, plan in zip(req.topics, plans, strict=True)]
+        # Kafka counts the partitions against controller_mutation_rate once the topic passed every
+        # other check, and refuses it (strict versions) when used up.
+        admitted = [plan if isinstance(plan, messages.CreatableTopicResult) or not quota.applies
+                    or quota.admit(plan) else _err(t.name, ErrorCode.throttling_quota_exceeded,
+                                                   THROTTLING_QUOTA_EXCEEDED_MESSAGE)
+                    for t, plan in zip(req.topics, plans, strict=True)]
+        created = self._create_all(req.topics, admitted, req.validate_only)
+        results = [a if isinstance(a, messages.CreatableTopicResult) else self._answer(t, a)
+                   for t, a in zip(req.topics, created, strict=True)]
         return messages.CreateTopicsResponse(throttle_time=quota.throttle_time(), topics=tuple(results))
+
+    def _create_all(self, topics: Any, admitted: list[int | messages.CreatableTopicResult],
+                    validate_only: bool) -> list[TopicInfo | messages.CreatableTopicResult]:
+        """Every admitted topic created (validate_only: described) in one step of the log manager,
+        which makes the whole request durable at once; each topic's TopicInfo or error answer."""
+        todo = [(i, NewTopic(t.name, plan, {c.name: c.value for c in t.configs}))
+                for i, (t, plan) in enumerate(zip(topics, admitted, strict=True)) if isinstance(plan, int)]
+        made = self.svc.logs.create_topics([nt for _, nt in todo], now_ms=self.svc.clock.now_ms(),
+                                           validate_only=validate_only)
+        out: list[TopicInfo | messages.CreatableTopicResult] = list(admitted)  # type: ignore[arg-type]
+        for (i, nt), result in zip(todo, made, strict=True):
+            if isinstance(result, TopicError):
+                out[i] = _err(nt.name, result.error_code, str(result))
+                continue
+            if not validate_only:
+                self.svc.watch_new_partitions(nt.name)
+            out[i] = result
+        return out
 
     def _refusal(self, topics: Any, plans: list[int | messages.CreatableTopicResult]) -> str | None:
         """Kafka's controller limits on the whole request (controller_limits): the message every
@@ -88,29 +113,16 @@ class CreateTopicsHandler:
                         f"factor of {replication} cannot be reached because only 1 broker(s) are registered.")
         return partitions
 
-    def _create(self, t: Any, partitions: int, validate_only: bool, quota: MutationQuota) -> messages.CreatableTopicResult:
-        """Create (or, validate_only, describe) a topic that passed _plan."""
-        replication = 1
-        # Kafka counts the partitions against controller_mutation_rate once the topic passed every
-        # other check, and refuses it (strict versions) when used up.
-        if quota.applies and not quota.admit(partitions):
-            return _err(t.name, ErrorCode.throttling_quota_exceeded, THROTTLING_QUOTA_EXCEEDED_MESSAGE)
-        configs = {c.name: c.value for c in t.configs}
-        try:
-            info = self.svc.logs.create_topic(t.name, partitions, configs, now_ms=self.svc.clock.now_ms(),
-                                              validate_only=validate_only)
-        except TopicError as exc:
-            return _err(t.name, exc.error_code, str(exc))
-        if not validate_only:
-            self.svc.watch_new_partitions(t.name)
+    def _answer(self, t: Any, info: TopicInfo) -> messages.CreatableTopicResult:
+        """A created (or, validate_only, described) topic's answer, with its configs."""
         configs = tuple(
             messages.CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only,
                                   config_source=e.config_source, is_sensitive=False)
             for e in topic_config_entries(self.svc, t.name, overrides=info.configs)
         )
         return messages.CreatableTopicResult(name=t.name, topic_id=info.topic_id, error_code=ErrorCode.none,
-                                    error_message=None, num_partitions=partitions,
-                                    replication_factor=replication, configs=configs)
+                                    error_message=None, num_partitions=info.partitions,
+                                    replication_factor=1, configs=configs)
 
 
 def _err(name: str, code: ErrorCode, message: str | None) -> messages.CreatableTopicResult:

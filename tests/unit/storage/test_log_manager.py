@@ -16,7 +16,7 @@ from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import TopicPartition
 from minikafka.storage import files
 from minikafka.storage.errors import StartupError
-from minikafka.storage.log_manager import LogManager, TopicError
+from minikafka.storage.log_manager import LogManager, NewTopic, TopicError, TopicInfo
 from minikafka.topic_config import parse_topic_config, topic_defaults
 
 pytestmark = pytest.mark.unit
@@ -266,6 +266,55 @@ def test_create_topic_errors(tmp_path):
     assert e.value.error_code == ErrorCode.invalid_config
     assert not (tmp_path / "z-0").exists()
     lm.shutdown()
+
+
+def test_create_topics_answers_each_topic_of_a_batch(tmp_path):
+    lm = manager(tmp_path)
+    lm.create_topic("old", 1, {}, now_ms=T0)
+    answers = lm.create_topics([NewTopic("a", 3, {}), NewTopic("old", 1, {}), NewTopic("b", 0, {}),
+                                NewTopic("a", 1, {}), NewTopic("c", 2, {"cleanup.policy": "compact"})], now_ms=T0)
+    assert [a.name if isinstance(a, TopicInfo) else a.error_code for a in answers] == [
+        "a", ErrorCode.topic_already_exists, ErrorCode.invalid_partitions, ErrorCode.topic_already_exists, "c"]
+    assert lm.topics["a"].partitions == 3 and "b" not in lm.topics
+    assert not (tmp_path / "b-0").exists()
+    ids = {n: lm.topics[n].topic_id for n in ("a", "c")}
+    crash(lm)  # the request's one durability step covered every topic of it
+    again = manager(tmp_path)
+    assert {n: again.topics[n].topic_id for n in ("a", "c")} == ids
+    assert again.topics["a"].partitions == 3 and again.topic_config("c")["cleanup.policy"] == "compact"
+    assert all(files.read_partition_metadata(tmp_path / f"a-{p}") == ids["a"] for p in range(3))
+    again.shutdown()
+
+
+def test_create_topics_validate_only_makes_nothing(tmp_path):
+    lm = manager(tmp_path)
+    answers = lm.create_topics([NewTopic("v", 2, {}), NewTopic("w", 1, {"retention.ms": "soon"})], now_ms=T0,
+                               validate_only=True)
+    assert isinstance(answers[0], TopicInfo) and answers[0].partitions == 2
+    assert isinstance(answers[1], TopicError) and answers[1].error_code == ErrorCode.invalid_config
+    assert not lm.topics.get("v") and not (tmp_path / "v-0").exists()
+    lm.shutdown()
+
+
+def test_create_topics_disk_error_fails_the_batch_and_leaves_nothing(tmp_path, monkeypatch):
+    lm = manager(tmp_path)
+
+    def full_disk(paths):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files, "fsync_all", full_disk)
+    answers = lm.create_topics([NewTopic("d1", 2, {}), NewTopic("bad name", 1, {}), NewTopic("d2", 1, {})],
+                               now_ms=T0)
+    assert [a.error_code for a in answers] == [ErrorCode.kafka_storage_error, ErrorCode.invalid_topic_exception,
+                                               ErrorCode.kafka_storage_error]
+    assert "No space left" in str(answers[0])
+    assert not lm.topics and not lm.logs
+    assert not [n for n in os.listdir(tmp_path) if n.startswith("d")]
+    monkeypatch.undo()
+    lm.shutdown()
+    again = manager(tmp_path)
+    assert not again.topics
+    again.shutdown()
 
 
 def test_create_partitions_adds_directories(tmp_path):
