@@ -24,6 +24,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--config", default=None, help="a Kafka-style server.properties file")
     s.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                    help="set a property, as kafka-server-start's --override (repeatable)")
+    s.add_argument("--control-port", type=int, default=None, metavar="PORT",
+                   help="serve the fault-rule control endpoint (HTTP, off by default) on PORT; 0: a free port")
+    s.add_argument("--control-host", default="127.0.0.1", help="the control endpoint's address (loopback only)")
     s.add_argument("--log-level", default="INFO")
     s.add_argument("--log-json", action="store_true", help="JSON log lines")
     # inspect and pipeline parse their own arguments (and import their modules) only when used, so
@@ -75,10 +78,19 @@ def _serve(args: argparse.Namespace) -> int:
     import uvloop
 
     from minikafka.broker.app import Broker
+    from minikafka.broker.control_server import ControlError, check_loopback
     from minikafka.storage.errors import StartupError
 
+    control = None
+    if args.control_port is not None:
+        try:
+            check_loopback(args.control_host)
+        except ControlError as exc:
+            print(f"minikafka: {exc}", file=sys.stderr)
+            return 2
+        control = (args.control_host, args.control_port)
     try:
-        uvloop.run(Broker(config).run())
+        uvloop.run(Broker(config, control=control).run())
     except StartupError as exc:  # a data directory that cannot be used: one line, no traceback
         print(f"minikafka: {exc}", file=sys.stderr)
         return 1

@@ -27,8 +27,12 @@ class EmbeddedBroker:
     external = False
     in_process = True
 
-    def __init__(self, data_dir: Path, *, port: int = 0, overrides: Mapping[str, str] | None = None) -> None:
+    def __init__(self, data_dir: Path, *, port: int = 0, overrides: Mapping[str, str] | None = None,
+                 control: bool = False) -> None:
+        """control=True: the broker serves its control endpoint too (`faults`)."""
         self.data_dir = Path(data_dir)
+        self.control = control
+        self.control_port = 0  # a free port at the first start, kept for restarts
         self.host = "127.0.0.1"
         self.port = port  # 0: a free port, kept for restarts once bound
         self.overrides = dict(overrides or {})
@@ -40,6 +44,15 @@ class EmbeddedBroker:
     @property
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def faults(self) -> Any:
+        """The fault rules of the running broker (minikafka/control), through its control endpoint."""
+        from minikafka.control.client import FaultsClient
+
+        if not self.control:
+            raise RuntimeError("this broker was started without its control endpoint (control=True)")
+        return FaultsClient(self.host, self.control_port)
 
     @property
     def running(self) -> bool:
@@ -79,13 +92,15 @@ class EmbeddedBroker:
 
         config = load(None, [f"{k}={v}" for k, v in self.overrides.items()], host=self.host, port=self.port,
                       data_dir=self.data_dir)
-        broker = Broker(config)
+        broker = Broker(config, control=(self.host, self.control_port) if self.control else None)
         try:
             await broker.start()
         except BaseException:
             await _quietly(broker.shutdown())  # a half-started broker: release what it took (the dir lock)
             raise
         self.port = broker.server.port
+        if broker.control is not None:
+            self.control_port = broker.control.port
         self._broker = broker
         ready.set()
         try:

@@ -1,12 +1,13 @@
-"""Test-only fault injection, off unless the environment asks for it.
+"""The doors inside the broker where fault rules act: crash points, transaction markers and the
+transaction log (the request path has its own, broker/fault_door.py).
+
+The rules themselves live in control/rules.py and are set on the running broker through the
+control endpoint (broker/control_server.py) or, for a crash at start-up, one environment variable:
 
 - `MINIKAFKA_CRASH_AT=<point>:<n>`: the n-th time execution reaches the named point the process
   exits at once with status 137 (as if killed), so crash tests can stop the broker at an exact
-  step of the commit path (test-plan.md C-3). The points are the constants below.
-- `MINIKAFKA_FAIL_TXNLOG_APPEND=<file>`: while that file exists, appends to __transaction_state
-  fail (test-plan.md T-INT-14); removing the file heals the broker without a restart.
-- `MINIKAFKA_FAIL_MARKERS=<file>`: while that file exists, transaction markers are not written
-  (the coordinator keeps retrying), so a test can hold transactions in PREPARE_* (C-8).
+  step of the commit path (test-plan.md C-3). It is a `crash_at` rule like any other, added
+  before the broker starts.
 
 One FaultInjector is built by broker/app.py and handed to whoever has a point; there is no global.
 """
@@ -16,49 +17,44 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-# Crash points in the transaction commit path.
-AFTER_ADD_PARTITIONS = "txn.after_add_partitions"        # AddPartitionsToTxn persisted
-AFTER_TXN_PRODUCE = "txn.after_produce"                  # a transactional batch appended
-AFTER_PREPARE_COMMIT = "txn.after_prepare_commit"        # PrepareCommit in the log, no marker yet
-AFTER_PREPARE_ABORT = "txn.after_prepare_abort"
-AFTER_FIRST_MARKER = "txn.after_first_marker"            # the marker on the first of the partitions
-AFTER_ALL_MARKERS = "txn.after_all_markers"              # every marker written, Complete* not yet
-AFTER_TXN_OFFSET_COMMIT = "txn.after_txn_offset_commit"  # TxnOffsetCommit appended, no marker yet
-
-# Crash points of a log cleaner pass (storage/cleaner/swap.py names the same steps).
-CLEANER_STEPS = ("cleaner.after_cleaned", "cleaner.mid_swap_rename", "cleaner.after_swap",
-                 "cleaner.after_old_deleted", "cleaner.mid_final_rename")
-
-CRASH_POINTS = frozenset({AFTER_ADD_PARTITIONS, AFTER_TXN_PRODUCE, AFTER_PREPARE_COMMIT, AFTER_PREPARE_ABORT,
-                          AFTER_FIRST_MARKER, AFTER_ALL_MARKERS, AFTER_TXN_OFFSET_COMMIT, *CLEANER_STEPS})
+from minikafka.control.rules import (  # noqa: F401 - the crash points' names, for the code that has them
+    AFTER_ADD_PARTITIONS,
+    AFTER_ALL_MARKERS,
+    AFTER_FIRST_MARKER,
+    AFTER_PREPARE_ABORT,
+    AFTER_PREPARE_COMMIT,
+    AFTER_TXN_OFFSET_COMMIT,
+    AFTER_TXN_PRODUCE,
+    CLEANER_STEPS,
+    CRASH_POINTS,
+    FaultRules,
+    RuleError,
+)
 
 
 class FaultInjector:
-    def __init__(self, env: Mapping[str, str]) -> None:
-        self._crash_point: str | None = None
-        self._crash_count = 0
+    def __init__(self, env: Mapping[str, str], rules: FaultRules | None = None) -> None:
+        self.rules = rules if rules is not None else FaultRules()
         spec = env.get("MINIKAFKA_CRASH_AT")
         if spec:
             point, _, n = spec.partition(":")
-            if point not in CRASH_POINTS:
-                raise ValueError(f"MINIKAFKA_CRASH_AT names no crash point: {point!r}")
-            self._crash_point, self._crash_count = point, int(n or 1)
-        self._fail_file = env.get("MINIKAFKA_FAIL_TXNLOG_APPEND") or None
-        self._fail_markers_file = env.get("MINIKAFKA_FAIL_MARKERS") or None
+            try:
+                self.rules.add({"action": "crash_at", "point": point, "after": int(n or 1) - 1, "count": 1,
+                                "name": "MINIKAFKA_CRASH_AT"})
+            except (RuleError, ValueError) as exc:
+                raise ValueError(f"MINIKAFKA_CRASH_AT={spec!r}: {exc}") from None
 
     def reach(self, point: str) -> None:
-        if point != self._crash_point:
-            return
-        self._crash_count -= 1
-        if self._crash_count == 0:
+        if self.rules.at_point(point) is not None:
             os._exit(137)
 
-    def markers_blocked(self) -> bool:
-        return self._fail_markers_file is not None and os.path.exists(self._fail_markers_file)
+    def markers_blocked(self, topic: str | None = None, partition: int | None = None) -> bool:
+        """A stall_markers rule holds this marker back (the coordinator keeps retrying it)."""
+        return self.rules.at_step("stall_markers", topic, partition) is not None
 
     def check_txn_log_append(self) -> None:
-        if self._fail_file is not None and os.path.exists(self._fail_file):
-            raise OSError("transaction log append failed (MINIKAFKA_FAIL_TXNLOG_APPEND)")
+        if self.rules.at_step("fail_txn_log_append") is not None:
+            raise OSError("transaction log append failed (fault rule fail_txn_log_append)")
 
 
 NO_FAULTS = FaultInjector({})

@@ -31,6 +31,8 @@ from typing import Any
 
 import pytest
 
+from minikafka.control.client import FaultsClient
+
 # Settings that keep tests fast without changing semantics (as Kafka's own integration tests).
 TEST_OVERRIDES: dict[str, str] = {
     "group.initial.rebalance.delay.ms": "0",
@@ -60,6 +62,14 @@ def api_versions_probe(host: str, port: int, timeout: float = 1.0) -> bool:
         return False
 
 
+def _listening(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
 def _recv_exactly(s: socket.socket, n: int) -> bytes:
     buf = b""
     while len(buf) < n:
@@ -76,9 +86,12 @@ class BrokerProcess:
     external = False
 
     def __init__(self, data_dir: Path, *, port: int | None = None,
-                 overrides: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None) -> None:
+                 overrides: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
+                 control: bool = False) -> None:
+        """control=True: the broker serves its control endpoint too (`faults`)."""
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
+        self.control_port = free_port() if control else None
         self.host = "127.0.0.1"
         self.overrides = {**TEST_OVERRIDES, **(overrides or {})}
         self.env = dict(env or {})
@@ -100,7 +113,16 @@ class BrokerProcess:
                "--data-dir", str(self.data_dir)]
         for k, v in self.overrides.items():
             cmd += ["--override", f"{k}={v}"]
+        if self.control_port is not None:
+            cmd += ["--control-port", str(self.control_port)]
         return cmd
+
+    @property
+    def faults(self) -> FaultsClient:
+        """The fault rules of the running broker (minikafka/control), through its control endpoint."""
+        if self.control_port is None:
+            raise RuntimeError("this broker was started without its control endpoint (control=True)")
+        return FaultsClient(self.host, self.control_port)
 
     def start(self, timeout: float = 30.0) -> BrokerProcess:
         env = {**os.environ, **self.env}
@@ -117,7 +139,9 @@ class BrokerProcess:
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
                 raise RuntimeError(f"broker exited with {self.proc.returncode}; log:\n{self.log_tail()}")
-            if api_versions_probe(self.host, self.port, timeout=0.5):
+            # the control endpoint starts right after the Kafka listener
+            if api_versions_probe(self.host, self.port, timeout=0.5) and (
+                    self.control_port is None or _listening(self.host, self.control_port)):
                 return
             time.sleep(0.02)
         raise TimeoutError(f"broker not ready after {timeout}s; log:\n{self.log_tail()}")
@@ -182,7 +206,7 @@ class ExternalBroker:
         self.host, self.port = host, int(port)
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("kill9", "term", "restart", "pause", "resume", "data_dir", "pid", "rss_kb"):
+        if name in ("kill9", "term", "restart", "pause", "resume", "data_dir", "pid", "rss_kb", "faults"):
             pytest.skip(f"{name} needs a broker started by the test (KAFKA_BOOTSTRAP is set)")
         raise AttributeError(name)
 
@@ -202,7 +226,7 @@ class InProcessBroker:
     def __init__(self, data_dir: Path) -> None:
         from minikafka.embedded import EmbeddedBroker
 
-        self._broker = EmbeddedBroker(data_dir, overrides=TEST_OVERRIDES)
+        self._broker = EmbeddedBroker(data_dir, overrides=TEST_OVERRIDES, control=True)
 
     def __getattr__(self, name: str) -> Any:
         if name in ("kill9", "pause", "resume", "pid", "rss_kb", "log_tail"):
@@ -231,7 +255,7 @@ def kafka_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any
         finally:
             in_process.term()
         return
-    broker = BrokerProcess(tmp_path / "kafka-data").start()
+    broker = BrokerProcess(tmp_path / "kafka-data", control=True).start()
     try:
         yield broker
     finally:
@@ -244,10 +268,11 @@ def broker_factory(tmp_path: Path) -> Iterator[Any]:
     started: list[BrokerProcess] = []
 
     def make(overrides: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
-             name: str = "kafka-data") -> BrokerProcess:
+             name: str = "kafka-data", control: bool = True) -> BrokerProcess:
         if os.environ.get("KAFKA_BOOTSTRAP"):
             pytest.skip("needs a minikafka broker started by the test")
-        b = BrokerProcess(tmp_path / f"{name}-{len(started)}", overrides=overrides, env=env).start()
+        b = BrokerProcess(tmp_path / f"{name}-{len(started)}", overrides=overrides, env=env,
+                          control=control).start()
         started.append(b)
         return b
 

@@ -240,14 +240,15 @@ def configured_broker(tmp_path: Path) -> Iterator[Any]:
 
     It is minikafka normally and a dedicated Apache Kafka in conformance mode, so scenarios that
     need non-default settings are compared with Kafka too (the session's shared Kafka cannot take
-    them). `env` is minikafka-only (its test hooks); with `advertise_port` the PLAINTEXT listener is
+    them). `env` (MINIKAFKA_CRASH_AT) and `faults` (the broker's fault rules, as
+    `broker.process.faults`) are minikafka-only; with `advertise_port` the PLAINTEXT listener is
     advertised at 127.0.0.1:<advertise_port>, where the test runs its proxy."""
     from minikafka.testing import BrokerProcess
 
     started: list[Any] = []
 
     def make(overrides: dict[str, str] | None = None, advertise_port: int | None = None,
-             env: dict[str, str] | None = None) -> ConfiguredBroker:
+             env: dict[str, str] | None = None, faults: bool = False) -> ConfiguredBroker:
         overrides = dict(overrides or {})
         name = f"configured-{len(started)}"
         if not conformance_mode():
@@ -255,11 +256,11 @@ def configured_broker(tmp_path: Path) -> Iterator[Any]:
                 pytest.skip("needs a broker started by the test")
             if advertise_port is not None:
                 overrides["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{advertise_port}"
-            b = BrokerProcess(tmp_path / name, overrides=overrides, env=env).start()
+            b = BrokerProcess(tmp_path / name, overrides=overrides, env=env, control=faults).start()
             started.append(b)
             return ConfiguredBroker(b.host, b.port, advertise_port or b.port, b)
-        if env:
-            pytest.skip("conformance mode: the scenario needs a minikafka test hook")
+        if env or faults:
+            pytest.skip("conformance mode: the scenario needs minikafka's fault rules")
         import kafka_ref
 
         try:

@@ -7,11 +7,15 @@ import asyncio
 import dataclasses
 import os
 import signal
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 
 import structlog
 
+from minikafka.broker import fault_door
+from minikafka.broker.control_server import ControlServer
 from minikafka.broker.dispatch import HandlerRegistry
+from minikafka.broker.fault_door import FaultDoor
 from minikafka.broker.fetch_sessions import FetchSessionCache
 from minikafka.broker.group_log import build_group_coordinator
 from minikafka.broker.handlers import default_handlers
@@ -28,6 +32,7 @@ from minikafka.broker.txn_evidence import StoredDataPartitions
 from minikafka.broker_config import ignored_security_configs, with_dynamic
 from minikafka.clock import Clock, SystemClock
 from minikafka.config import BrokerConfig
+from minikafka.control.rules import FaultRules
 from minikafka.coordinator.group.offsets_log import TOPIC as OFFSETS_TOPIC
 from minikafka.coordinator.producer_ids import ProducerIdAllocator
 from minikafka.coordinator.transaction.coordinator import TransactionCoordinator
@@ -70,7 +75,9 @@ def load_features(config: BrokerConfig, store: DynamicConfigStore) -> Features:
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig, clock: Clock | None = None) -> None:
+    def __init__(self, config: BrokerConfig, clock: Clock | None = None, *,
+                 control: tuple[str, int] | None = None) -> None:
+        """`control`: (host, port) of the control endpoint (broker/control_server.py), off when None."""
         # Dynamic broker configs (set with IncrementalAlterConfigs) override server.properties from
         # the start, as in Kafka; everything below is built with them in force.
         broker_configs = DynamicConfigStore(config.data_dir / BROKER_CONFIGS_FILE)
@@ -89,7 +96,9 @@ class Broker:
                                topic_config_parser=parse_topic_config,
                                cluster_id=config["cluster.id"] or None, open_files_capacity=open_files)
         self.purgatory = FetchPurgatory()
-        self.faults = FaultInjector(os.environ)
+        # Fault rules (issue 20): set through the control endpoint, or MINIKAFKA_CRASH_AT at start.
+        self.fault_rules = FaultRules(on_fire=fault_door.logged)
+        self.faults = FaultInjector(os.environ, self.fault_rules)
         self.services = BrokerServices(config=config, logs=self.logs, clock=self.clock,
                                        purgatory=self.purgatory,
                                        producer_ids=ProducerIdAllocator(FileProducerIdBlockStore(config.data_dir)),
@@ -131,7 +140,9 @@ class Broker:
                                   memory=RequestMemoryPool(config.queued_max_request_bytes),
                                   max_connections=min(int(config["max.connections"]), socket_fds),
                                   max_connections_per_ip=int(config["max.connections.per.ip"]),
-                                  throttler=Throttler(self.services.quotas, self.clock.now_ms))
+                                  throttler=Throttler(self.services.quotas, self.clock.now_ms),
+                                  faults=FaultDoor(self.fault_rules, self._topic_name))
+        self.control = None if control is None else ControlServer(self.fault_rules, host=control[0], port=control[1])
         self.fd_budget = {"fd_limit": fd_limit, "open_files": open_files, "connections": socket_fds}
         self.cleaner = LogCleaner(self.logs, lambda: self.services.config, self.clock.now_ms,
                                   frozenset({OFFSETS_TOPIC, TXN_TOPIC}), crash_point=self.faults.reach)
@@ -156,6 +167,8 @@ class Broker:
         self.txn.resume_pending_markers(self.clock.now_ms)
         self._tasks.append(asyncio.create_task(self._group_timers()))
         await self.server.start()
+        if self.control is not None:
+            await self.control.start()
         if self.config.advertised_port == 0:
             cfg = dataclasses.replace(self.config, advertised_port=self.server.port)
             self.config = cfg
@@ -252,6 +265,10 @@ class Broker:
     def _checkpoint(self) -> None:
         self.logs.checkpoint()
 
+    def _topic_name(self, topic_id: uuid.UUID) -> str | None:
+        info = self.logs.topic_by_id(topic_id)
+        return None if info is None else info.name
+
     def _flush(self) -> None:
         self.logs.flush_by_time(self.clock.now_ms())
 
@@ -275,6 +292,8 @@ class Broker:
         log.info("broker_stopping")
         self.purgatory.notify_all()
         self.groups.shutdown()
+        if self.control is not None:
+            await self.control.stop()
         await self.server.stop()
         for t in self._tasks:
             t.cancel()

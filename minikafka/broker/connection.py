@@ -24,6 +24,7 @@ import structlog
 
 from minikafka.broker.client_info import ClientInfo
 from minikafka.broker.dispatch import Answer, CloseConnection, HandlerRegistry, dispatch
+from minikafka.broker.fault_door import FaultDoor
 from minikafka.broker.request_memory import RequestMemoryPool
 from minikafka.broker.throttling import Throttler
 from minikafka.protocol.errors import FramingError
@@ -38,8 +39,9 @@ class Connection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  registry: HandlerRegistry, *, max_frame_size: int, now_ms: Callable[[], int],
                  monotonic_ms: Callable[[], int], memory: RequestMemoryPool | None = None,
-                 throttler: Throttler | None = None) -> None:
+                 throttler: Throttler | None = None, faults: FaultDoor | None = None) -> None:
         self.reader = reader
+        self.faults = faults
         self.throttler = throttler
         self.memory = memory
         self.writer = writer
@@ -80,7 +82,7 @@ class Connection:
                         self.busy = True
                         try:
                             answer = await dispatch(self.registry, frame, self.conn_id, self.peer,
-                                                    self._now_ms(), self.client, self.throttler)
+                                                    self._now_ms(), self.client, self.throttler, self.faults)
                             if answer.throttle_ms > 0:
                                 await self._throttle(answer)
                             elif answer.data is not None:

@@ -6,6 +6,7 @@ registered handlers intersected with protocol.versions.SUPPORTED, so the two can
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from collections.abc import Awaitable, Iterable
@@ -17,7 +18,9 @@ from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersio
 
 from minikafka.broker.client_info import ClientInfo
 from minikafka.broker.context import RequestContext
+from minikafka.broker.fault_door import FaultDoor
 from minikafka.broker.throttling import Throttler, client_throttles
+from minikafka.control.rules import Rule
 from minikafka.protocol import codec, versions
 from minikafka.protocol.errors import ErrorCode, FramingError, UnsupportedVersion
 
@@ -76,8 +79,10 @@ class Answer(NamedTuple):
 
 
 async def dispatch(registry: HandlerRegistry, frame: bytes, conn_id: int, peer: str,
-                   now_ms: int, client: ClientInfo, throttler: Throttler | None = None) -> Answer:
-    """Decode, handle, encode one request. Raises CloseConnection when Kafka would close."""
+                   now_ms: int, client: ClientInfo, throttler: Throttler | None = None,
+                   faults: FaultDoor | None = None) -> Answer:
+    """Decode, handle, encode one request. Raises CloseConnection when Kafka would close, or when
+    a fault rule (control/rules.py) closes the connection."""
     try:
         req = codec.decode_request(frame, registry.served)
     except UnsupportedVersion as exc:
@@ -94,6 +99,13 @@ async def dispatch(registry: HandlerRegistry, frame: bytes, conn_id: int, peer: 
     ctx = RequestContext(conn_id, peer, req.api_key, req.api_version, req.correlation_id,
                          req.client_id, now_ms, req.body)
     body = versions.upgrade(req.body)
+    fault = None
+    if faults is not None and faults.active:
+        fault = faults.for_request(req.api_key, req.api_version, req.client_id, body)
+        if fault is not None:
+            early = await _fault_before(fault, handler, req, body)
+            if early is not None:
+                return early
     throttling = throttler is not None and throttler.active
     busy_ns = 0
     try:
@@ -123,7 +135,27 @@ async def dispatch(registry: HandlerRegistry, frame: bytes, conn_id: int, peer: 
             data = _encode(req, done.response)
     else:
         data = _encode(req, response)
+    if fault is not None and fault.action == "drop_response":
+        return Answer(None)  # the work is done; its answer is lost
+    if fault is not None and fault.action == "close_connection_after":
+        raise CloseConnection(f"fault rule {fault.id}: close the connection after {versions.api_name(req.api_key)}")
     return Answer(data, throttle_ms, throttle_ms > 0 and not client_throttles(req.api_key, req.api_version))
+
+
+async def _fault_before(fault: Rule, handler: Handler, req: Any, body: Any) -> Answer | None:
+    """What a fault rule does before the handler runs: the answer that replaces it (error), a
+    closed connection, or a wait (delay; None: the handler runs)."""
+    if fault.action == "close_connection_before":
+        raise CloseConnection(f"fault rule {fault.id}: close the connection before {versions.api_name(req.api_key)}")
+    if fault.action == "delay":
+        await asyncio.sleep(fault.delay_ms / 1000)
+    if fault.action == "error":
+        assert fault.error_code is not None
+        response = _error_response(handler, body, fault.error_code)
+        if response is None:  # the API has no error code to answer with: the client sees a closed connection
+            raise CloseConnection(f"fault rule {fault.id}: {versions.api_name(req.api_key)} has no error code")
+        return Answer(_encode(req, response))
+    return None
 
 
 def _encode(req: Any, response: Any) -> bytes | None:

@@ -10,6 +10,7 @@ import structlog
 
 from minikafka.broker.connection import Connection
 from minikafka.broker.dispatch import HandlerRegistry
+from minikafka.broker.fault_door import FaultDoor
 from minikafka.broker.request_memory import RequestMemoryPool
 from minikafka.broker.throttling import Throttler
 
@@ -20,8 +21,10 @@ class KafkaServer:
     def __init__(self, registry: HandlerRegistry, *, host: str, port: int, max_frame_size: int,
                  idle_ms: int, now_ms: Callable[[], int], monotonic_ms: Callable[[], int],
                  memory: RequestMemoryPool | None = None, max_connections: int = 2**31 - 1,
-                 max_connections_per_ip: int = 2**31 - 1, throttler: Throttler | None = None) -> None:
+                 max_connections_per_ip: int = 2**31 - 1, throttler: Throttler | None = None,
+                 faults: FaultDoor | None = None) -> None:
         self.registry = registry
+        self.faults = faults
         self.throttler = throttler
         self.memory = memory
         self.max_connections = max_connections
@@ -70,7 +73,7 @@ class KafkaServer:
             self._rejecting = None
         conn = Connection(reader, writer, self.registry, max_frame_size=self.max_frame_size,
                           now_ms=self._now_ms, monotonic_ms=self._monotonic_ms, memory=self.memory,
-                          throttler=self.throttler)
+                          throttler=self.throttler, faults=self.faults)
         task = asyncio.current_task()
         assert task is not None
         self.connections[conn] = task

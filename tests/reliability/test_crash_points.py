@@ -136,10 +136,9 @@ def test_crash_point(broker_factory, point, ending, expected):
     assert _aborts_in_txn_index(broker.data_dir) == (with_data if expected == ABORT else 0)
 
 
-def test_coordinator_state_recovers_after_kill9(broker_factory, tmp_path):
+def test_coordinator_state_recovers_after_kill9(broker_factory):
     """C-8: Ongoing, PrepareCommit and PrepareAbort at the moment of a kill -9."""
-    hold = tmp_path / "hold-markers"
-    broker = broker_factory(env={"MINIKAFKA_FAIL_MARKERS": str(hold)})
+    broker = broker_factory()
     create_topic(broker.bootstrap, TOPIC, 2)
     ids = {name: f"c8-{name}-{uuid.uuid4().hex[:6]}" for name in ("ongoing", "commit", "abort")}
     producers = {}
@@ -153,14 +152,15 @@ def test_coordinator_state_recovers_after_kill9(broker_factory, tmp_path):
         p.produce(TOPIC, value=name.encode(), partition=1)
         assert p.flush(10) == 0
         producers[name] = p
-    hold.write_text("markers are held")
+    held = broker.faults.add("stall_markers")  # gone with the process: the restarted broker has no rules
     # EndTxn answers once PrepareCommit/PrepareAbort is persisted (as Kafka does); the markers then
     # fail and are retried, so both ids stay in Prepare* until the kill.
     producers["commit"].commit_transaction(10)
     producers["abort"].abort_transaction(10)
+    assert broker.faults.get(held["id"])["fired"] >= 4  # both partitions of both transactions
     broker.kill9()
-    hold.unlink()
     broker.restart()
+    assert broker.faults.list() == []
     parts = [TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)]
     _wait_stable(broker.bootstrap, parts, timeout=5 + 10)  # Ongoing is aborted at its 5 s timeout
     assert sorted(_committed_values(broker.bootstrap, 2)) == [b"commit", b"commit"]

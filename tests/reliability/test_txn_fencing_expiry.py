@@ -3,8 +3,9 @@ ProducerIdExpirationTest scenarios that need a fault proxy, a test hook or broke
 
 Each test starts its broker through `configured_broker` (tests/conftest.py): minikafka normally, a
 dedicated Apache Kafka in conformance mode (`make conformance`), so the expiration and proxy
-scenarios are compared with Kafka too. T-INT-14 uses minikafka's MINIKAFKA_FAIL_TXNLOG_APPEND hook
-and has no Kafka counterpart on one node (Kafka's test kills two of three brokers).
+scenarios are compared with Kafka too. T-INT-14 uses minikafka's fault rules (a
+fail_txn_log_append rule) and has no Kafka counterpart on one node (Kafka's test kills two of three
+brokers).
 
 Producer ids and epochs are read with the raw client (tests/rawclient.py): DescribeProducers for
 the epoch a partition holds, DescribeTransactions for the coordinator's view, InitProducerId for
@@ -154,23 +155,22 @@ def test_t_int_13_epoch_bumped_after_a_record_times_out(configured_broker) -> No
 # -- T-INT-14 -----------------------------------------------------------------------------------
 
 
-def test_t_int_14_failure_to_fence_leaves_the_epoch_alone(configured_broker, tmp_path) -> None:
+def test_t_int_14_failure_to_fence_leaves_the_epoch_alone(configured_broker) -> None:
     """Single-node adaptation of Kafka's testFailureToFenceEpoch: p1 commits one transaction (epoch E
-    on topic1 p0). While __transaction_state appends fail (MINIKAFKA_FAIL_TXNLOG_APPEND), p2 (same
-    id) runs init_transactions(1.0), which times out; p2 is closed and the hook cleared.
+    on topic1 p0). While __transaction_state appends fail (a fail_txn_log_append rule), p2 (same
+    id) runs init_transactions(1.0), which times out; p2 is closed and the rule removed.
 
     The failed fence must leave no trace: the coordinator still holds epoch E (Kafka drops the
     pending transition when its log append fails). A new p3 then inits, which fences p1 (its next
     begin + send fails with fatal _FENCED), commits one record, and the epoch on the partition is
     exactly E + 1. (The plan lists p1's failure before p3's init; with a failed fence that bumps
     nothing, only p3's init can fence p1, so the order is p3 init, p1 fenced, p3 commit.)"""
-    fail_file = tmp_path / "fail-transaction-log"
-    broker = configured_broker(env={"MINIKAFKA_FAIL_TXNLOG_APPEND": str(fail_file)})
+    broker = configured_broker(faults=True)
     bs = broker.bootstrap
     first = one_committed_transaction(bs, "t-int-14", b"4")
     t1, tid, p1, pid, epoch_e = first.topic, first.tid, first.producer, first.producer_id, first.epoch
 
-    fail_file.touch()
+    failing = broker.process.faults.add("fail_txn_log_append")
     p2 = txn_producer(bs, tid, init=False)
     with pytest.raises(KafkaException) as exc:
         p2.init_transactions(1.0)
@@ -181,7 +181,8 @@ def test_t_int_14_failure_to_fence_leaves_the_epoch_alone(configured_broker, tmp
         # close() tries to abort and warns that the timed-out init is still in progress: expected.
         warnings.simplefilter("ignore", RuntimeWarning)
         p2.close()
-    fail_file.unlink()
+    assert broker.process.faults.get(failing["id"])["fired"] > 0
+    broker.process.faults.remove(failing["id"])
 
     view = coordinator_view(bs, tid)
     assert int(view.error_code) == 0, view

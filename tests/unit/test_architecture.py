@@ -73,8 +73,13 @@ def test_only_protocol_uses_kio_serializers():
     assert bad == []
 
 
+def test_control_never_imports_the_broker():
+    """style.md: the control room (fault rules) is imported by the broker, never the other way."""
+    assert _violations("minikafka.control", ("minikafka.broker", "minikafka.storage", "minikafka.coordinator")) == []
+
+
 @pytest.mark.parametrize("pure", [
-    "minikafka.protocol", "minikafka.storage",
+    "minikafka.protocol", "minikafka.storage", "minikafka.control",
     "minikafka.coordinator.transaction.state", "minikafka.coordinator.transaction.decisions",
     "minikafka.coordinator.group.state", "minikafka.coordinator.group.decisions",
 ])
@@ -84,3 +89,4 @@ def test_pure_cores_stay_pure(pure):
 
 def test_every_module_was_read():
     assert "minikafka.broker.app" in MODULES and "minikafka.storage.partition_log" in MODULES
+    assert "minikafka.control.rules" in MODULES
