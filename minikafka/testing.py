@@ -219,6 +219,18 @@ class ExternalBroker:
         raise AttributeError(name)
 
 
+def assert_exactly_once(bootstrap: str, input_topic: str, output_topic: str, *, key_by: Any = "key") -> Any:
+    """Fail the test unless output_topic holds each delivered record of input_topic exactly once,
+    nothing aborted is visible to read_committed and per-key order is kept (minikafka.eos_check;
+    key_by: "key", "value", "key+value" or a function of the record). Returns the report."""
+    from minikafka.eos_check import check_eos
+
+    report = check_eos(bootstrap, input_topic, output_topic, key_by=key_by)
+    if not report.ok:
+        raise AssertionError(report.text())
+    return report
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--minikafka-in-process", action="store_true", default=False,
                      help="kafka_broker runs minikafka on a thread of the test process, not as a subprocess")
