@@ -6,8 +6,6 @@ id (ListTransactions). It works against any Kafka broker, Apache Kafka's too.
 
 from __future__ import annotations
 
-import socket
-import struct
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -18,9 +16,8 @@ from kio.schema.list_transactions.v0.request import ListTransactionsRequest
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
-from minikafka.protocol import codec
+from minikafka.tool_client import ToolClient
 
-_SIZE = struct.Struct(">i")
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 
 
@@ -28,45 +25,18 @@ class CheckError(Exception):
     """The topics cannot be read (no broker, no such topic, an error answer)."""
 
 
-class Wire:
+class Wire(ToolClient):
     """One blocking connection to a broker (the checker reads; it never writes)."""
 
     def __init__(self, bootstrap: str, timeout: float = 30.0) -> None:
-        host, _, port = bootstrap.split(",")[0].strip().rpartition(":")
-        try:
-            self.sock = socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout)
-        except (OSError, ValueError) as exc:
-            raise CheckError(f"cannot reach {bootstrap}: {exc}") from None
+        super().__init__(bootstrap, timeout, client_id="minikafka-check-eos", error=CheckError)
         self.timeout = timeout
-        self._correlation = 0
-
-    def close(self) -> None:
-        self.sock.close()
 
     def __enter__(self) -> Wire:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def request(self, body: Any, api_version: int) -> Any:
-        self._correlation += 1
-        frame = codec.encode_request(api_version, self._correlation, "minikafka-check-eos", body)
-        self.sock.sendall(frame)
-        (size,) = _SIZE.unpack(self._read(4))
-        corr, answer = codec.decode_response(type(body).__api_key__, api_version, self._read(size))
-        if corr != self._correlation:
-            raise CheckError(f"correlation id {corr} answered, {self._correlation} asked")
-        return answer
-
-    def _read(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise CheckError("the broker closed the connection")
-            buf += chunk
-        return bytes(buf)
 
     # ----------------------------------------------------------------------------- reads
     def partitions(self, topic: str) -> int:
