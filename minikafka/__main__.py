@@ -34,6 +34,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("inspect", help="transactions, last stable offsets, aborted ranges (minikafka inspect --help)",
                    add_help=False)
     sub.add_parser("pipeline", help="the Spark order pipeline (minikafka pipeline --help)", add_help=False)
+    sub.add_parser("check-eos", help="is an output topic an exactly-once copy of an input topic? "
+                   "(minikafka check-eos --help)", add_help=False)
     return p
 
 
@@ -43,6 +45,12 @@ def main(argv: list[str] | None = None) -> int:
         from minikafka.pipeline.cli import main as pipeline_main
 
         return pipeline_main(argv[1:])
+    if argv[:1] == ["check-eos"]:
+        from minikafka.eos_check import cli as check_eos
+
+        check_parser = argparse.ArgumentParser(prog="minikafka check-eos", description=check_eos.DESCRIPTION)
+        check_eos.add_arguments(check_parser)
+        return check_eos.run(check_parser.parse_args(argv[1:]))
     if argv[:1] == ["inspect"]:
         from minikafka import inspect
 

@@ -55,6 +55,15 @@ class EmbeddedBroker:
         return FaultsClient(self.host, self.control_port)
 
     @property
+    def clock(self) -> Any:
+        """The running broker's clock (virtual time: pause, advance), through its control endpoint."""
+        from minikafka.control.client import ClockClient
+
+        if not self.control:
+            raise RuntimeError("this broker was started without its control endpoint (control=True)")
+        return ClockClient(self.host, self.control_port)
+
+    @property
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 

@@ -28,10 +28,8 @@ from __future__ import annotations
 import argparse
 import bisect
 import datetime
-import itertools
 import json
 import os
-import socket
 import struct
 import sys
 import time
@@ -49,13 +47,14 @@ from kio.schema.types import BrokerId, TopicName, TransactionalId
 from kio.static.primitive import i8, i32, i64
 
 from minikafka.coordinator.transaction import txn_log
-from minikafka.protocol import codec, records
+from minikafka.protocol import records
 from minikafka.protocol.errors import CorruptRecord
 from minikafka.protocol.types import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, IsolationLevel, TopicPartition
 from minikafka.storage import files
 from minikafka.storage import snapshot as snapshot_file
 from minikafka.storage.producer_state import ProducerStateManager
 from minikafka.storage.txn_index import TransactionIndex
+from minikafka.tool_client import ToolClient
 
 _SCAN_CHUNK = 64 * 1024
 ABORTED_UNAVAILABLE = "aborted ranges are only available with --data-dir (the protocol has no request for them)"
@@ -494,49 +493,11 @@ def from_data_dir(data_dir: Path, *, now_ms: int, topics: Sequence[str] = ()) ->
 # Source 2: a running broker, over the protocol.
 
 
-class _Client:
-    """One blocking connection; requests one at a time (Kafka answers in order)."""
-
-    def __init__(self, bootstrap: str, timeout: float) -> None:
-        host, sep, port = bootstrap.rpartition(":")
-        if not sep or not port.isdigit():
-            raise InspectError(f"--bootstrap {bootstrap!r} is not HOST:PORT")
-        try:
-            self.sock = socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout)
-        except OSError as exc:
-            raise InspectError(f"cannot connect to {bootstrap}: {exc}") from exc
-        self._corr = itertools.count(1)
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def _recv_exactly(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise InspectError("the broker closed the connection (request not supported?)")
-            buf += chunk
-        return bytes(buf)
-
-    def request(self, body: Any, api_version: int) -> Any:
-        corr = next(self._corr)
-        try:
-            self.sock.sendall(codec.encode_request(api_version, corr, "minikafka-inspect", body))
-            (size,) = struct.unpack(">i", self._recv_exactly(4))
-            got, resp = codec.decode_response(type(body).__api_key__, api_version, self._recv_exactly(size))
-        except OSError as exc:
-            raise InspectError(f"{type(body).__name__}: {exc}") from exc
-        if got != corr:
-            raise InspectError(f"{type(body).__name__}: correlation id {got} in the answer, {corr} expected")
-        return resp
-
-
 def _ms(value: datetime.datetime | None) -> int:
     return -1 if value is None else int(value.timestamp() * 1000)
 
 
-def _list_offsets(client: _Client, tps: Sequence[TopicPartition], isolation: IsolationLevel,
+def _list_offsets(client: ToolClient, tps: Sequence[TopicPartition], isolation: IsolationLevel,
                   timestamp: int, notes: list[str]) -> dict[TopicPartition, int]:
     by_topic: dict[str, list[int]] = {}
     for tp in tps:
@@ -558,7 +519,7 @@ def _list_offsets(client: _Client, tps: Sequence[TopicPartition], isolation: Iso
 
 def from_bootstrap(bootstrap: str, *, now_ms: int, timeout: float = 10.0, topics: Sequence[str] = ()) -> Report:
     """Ask a running broker. Raises InspectError when it cannot be reached or answers an error."""
-    client = _Client(bootstrap, timeout)
+    client = ToolClient(bootstrap, timeout, client_id="minikafka-inspect", error=InspectError)
     notes: list[str] = [ABORTED_UNAVAILABLE]
     try:
         md = client.request(MetadataRequest(topics=None, allow_auto_topic_creation=False,
@@ -583,7 +544,7 @@ def from_bootstrap(bootstrap: str, *, now_ms: int, timeout: float = 10.0, topics
                 partitions=partitions, notes=notes)
 
 
-def _describe_producers(client: _Client, tps: Sequence[TopicPartition], notes: list[str],
+def _describe_producers(client: ToolClient, tps: Sequence[TopicPartition], notes: list[str],
                         ) -> dict[TopicPartition, list[OpenTxn]]:
     by_topic: dict[str, list[int]] = {}
     for tp in tps:
@@ -602,7 +563,7 @@ def _describe_producers(client: _Client, tps: Sequence[TopicPartition], notes: l
     return out
 
 
-def _describe_transactions(client: _Client, now_ms: int, notes: list[str]) -> list[TransactionView]:
+def _describe_transactions(client: ToolClient, now_ms: int, notes: list[str]) -> list[TransactionView]:
     listed = client.request(ListTransactionsRequest(state_filters=(), producer_id_filters=()), 0)
     if listed.error_code != 0:
         raise InspectError(f"ListTransactions error {int(listed.error_code)}")

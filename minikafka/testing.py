@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from minikafka.control.client import FaultsClient
+from minikafka.control.client import ClockClient, FaultsClient
 
 # Settings that keep tests fast without changing semantics (as Kafka's own integration tests).
 TEST_OVERRIDES: dict[str, str] = {
@@ -124,6 +124,13 @@ class BrokerProcess:
             raise RuntimeError("this broker was started without its control endpoint (control=True)")
         return FaultsClient(self.host, self.control_port)
 
+    @property
+    def clock(self) -> ClockClient:
+        """The running broker's clock (virtual time: pause, advance), through its control endpoint."""
+        if self.control_port is None:
+            raise RuntimeError("this broker was started without its control endpoint (control=True)")
+        return ClockClient(self.host, self.control_port)
+
     def start(self, timeout: float = 30.0) -> BrokerProcess:
         env = {**os.environ, **self.env}
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child
@@ -206,9 +213,22 @@ class ExternalBroker:
         self.host, self.port = host, int(port)
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("kill9", "term", "restart", "pause", "resume", "data_dir", "pid", "rss_kb", "faults"):
+        if name in ("kill9", "term", "restart", "pause", "resume", "data_dir", "pid", "rss_kb", "faults",
+                    "clock"):
             pytest.skip(f"{name} needs a broker started by the test (KAFKA_BOOTSTRAP is set)")
         raise AttributeError(name)
+
+
+def assert_exactly_once(bootstrap: str, input_topic: str, output_topic: str, *, key_by: Any = "key") -> Any:
+    """Fail the test unless output_topic holds each delivered record of input_topic exactly once,
+    nothing aborted is visible to read_committed and per-key order is kept (minikafka.eos_check;
+    key_by: "key", "value", "key+value" or a function of the record). Returns the report."""
+    from minikafka.eos_check import check_eos
+
+    report = check_eos(bootstrap, input_topic, output_topic, key_by=key_by)
+    if not report.ok:
+        raise AssertionError(report.text())
+    return report
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

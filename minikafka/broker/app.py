@@ -30,7 +30,7 @@ from minikafka.broker.services import BrokerServices, stored_broker_configs
 from minikafka.broker.throttling import Throttler, quota_windows
 from minikafka.broker.txn_evidence import StoredDataPartitions
 from minikafka.broker_config import ignored_security_configs, with_dynamic
-from minikafka.clock import Clock, SystemClock
+from minikafka.clock import Clock, ControlledClock
 from minikafka.config import BrokerConfig
 from minikafka.control.rules import FaultRules
 from minikafka.coordinator.group.offsets_log import TOPIC as OFFSETS_TOPIC
@@ -85,7 +85,7 @@ class Broker:
         per_broker, cluster_default = stored_broker_configs(broker_configs, config.node_id)
         config = with_dynamic(config, static_values, {**cluster_default, **per_broker})
         self.config = config
-        self.clock = clock or SystemClock()
+        self.clock = clock or ControlledClock()  # the system's, until a test pauses or advances it
         # File descriptors: the soft limit goes up to the hard one; half of what is left after a
         # reserve serves segment files (opened on demand), the rest bounds the connections.
         fd_limit, _ = raise_fd_limit()
@@ -142,11 +142,14 @@ class Broker:
                                   max_connections_per_ip=int(config["max.connections.per.ip"]),
                                   throttler=Throttler(self.services.quotas, self.clock.now_ms),
                                   faults=FaultDoor(self.fault_rules, self._topic_name))
-        self.control = None if control is None else ControlServer(self.fault_rules, host=control[0], port=control[1])
+        self.control = None if control is None else ControlServer(
+            self.fault_rules, host=control[0], port=control[1],
+            clock=self.clock if isinstance(self.clock, ControlledClock) else None, run_timers=self.run_timers)
         self.fd_budget = {"fd_limit": fd_limit, "open_files": open_files, "connections": socket_fds}
         self.cleaner = LogCleaner(self.logs, lambda: self.services.config, self.clock.now_ms,
                                   frozenset({OFFSETS_TOPIC, TXN_TOPIC}), crash_point=self.faults.reach)
         self._tasks: list[asyncio.Task[None]] = []
+        self._timers: list[tuple[Callable[[], Awaitable[None] | None], asyncio.Lock]] = []
         self._stopping = asyncio.Event()
 
     async def start(self) -> None:
@@ -194,14 +197,18 @@ class Broker:
                         why="minikafka serves PLAINTEXT without authentication or an authorizer")
 
     def _every(self, interval_ms: int, fn: Callable[[], Awaitable[None] | None]) -> None:
+        lock = asyncio.Lock()  # one run of fn at a time: its own loop's, or one run_timers asked for
+        self._timers.append((fn, lock))
+
         async def loop() -> None:
             disk_failing = False
             while True:
                 await asyncio.sleep(interval_ms / 1000)
                 try:
-                    result = fn()
-                    if result is not None:
-                        await result
+                    async with lock:
+                        result = fn()
+                        if result is not None:
+                            await result
                 except OSError as exc:
                     # A full or failing disk: one warning until the task succeeds again, not a
                     # traceback every interval (checkpoints, flushes, compaction retry by themselves).
@@ -216,6 +223,20 @@ class Broker:
                     log.info("background_task_recovered", task=fn.__name__)
                     disk_failing = False
         self._tasks.append(asyncio.create_task(loop()))
+
+    async def run_timers(self) -> None:
+        """Every timed job once, now, in order, and the groups' deadlines that fell due: what a
+        jump of the clock (virtual time, ControlledClock.advance) makes due happens before this
+        returns, so a test that advanced the clock sees its outcome (a timed-out transaction
+        aborted and fenced, an id expired, a member gone, a segment deleted) deterministically."""
+        for fn, lock in self._timers:
+            async with lock:
+                result = fn()
+                if result is not None:
+                    await result
+        await self.groups.expire(self.clock.now_ms())
+        if self.groups.on_deadlines_changed is not None:
+            self.groups.on_deadlines_changed()  # the group timer task sleeps until a new deadline
 
     async def _group_timers(self) -> None:
         """Drive the group coordinator's deadlines (sessions, join/sync phases, offset expiry)."""

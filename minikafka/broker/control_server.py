@@ -11,6 +11,11 @@ anything else is refused at start. JSON in and out, one request per connection:
     DELETE /faults            {"cleared": N}
     DELETE /faults/ID         {"removed": ID}, or 404
     GET    /scenarios         the named scenarios and what each takes
+    GET    /clock             {"now_ms", "paused", "offset_ms"}: the broker's clock (virtual time)
+    POST   /clock             {"pause": true}, {"resume": true} and/or {"advance_ms": N}: paused, it
+                              stands still; advanced, every timeout that fell due (transaction and
+                              session timeouts, id and producer expiry, retention) has happened
+                              when the answer comes
 
 The rules are control/rules.py's; control/scenarios.py builds the named ones.
 """
@@ -20,10 +25,12 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
 
+from minikafka.clock import ControlledClock
 from minikafka.control import scenarios
 from minikafka.control.rules import FaultRules, RuleError
 
@@ -49,9 +56,15 @@ def check_loopback(host: str) -> None:
 
 
 class ControlServer:
-    def __init__(self, rules: FaultRules, *, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, rules: FaultRules, *, host: str = "127.0.0.1", port: int = 0,
+                 clock: ControlledClock | None = None,
+                 run_timers: Callable[[], Awaitable[None]] | None = None) -> None:
+        """`clock`: the broker's clock, for /clock (none: the broker runs on a clock of the test's);
+        `run_timers`: the broker's timed jobs, run once after the clock moved."""
         check_loopback(host)
         self.rules = rules
+        self.clock = clock
+        self.run_timers = run_timers
         self.host = host
         self.port = port
         self._server: asyncio.base_events.Server | None = None
@@ -98,10 +111,39 @@ class ControlServer:
         if length > MAX_BODY:
             return 413, {"error": f"a body of at most {MAX_BODY} bytes"}
         raw = await reader.readexactly(length) if length else b""
+        if path == "/clock":
+            return await self.clock_route(method, raw)
         return self.route(method, path, raw)
 
+    async def clock_route(self, method: str, raw: bytes) -> tuple[int, Any]:
+        clock = self.clock
+        if clock is None:
+            return 404, {"error": "this broker runs on a clock of its owner's, not a controlled one"}
+        if method == "POST":
+            try:
+                spec = json.loads(raw or b"{}")
+                if not isinstance(spec, dict) or set(spec) - {"pause", "resume", "advance_ms"}:
+                    raise ValueError('a JSON object of "pause": true, "resume": true, "advance_ms": N')
+                advance = spec.get("advance_ms", 0)
+                if isinstance(advance, bool) or not isinstance(advance, int) or advance < 0:
+                    raise ValueError("advance_ms is a whole number of milliseconds, 0 or more: time moves forward only")
+            except ValueError as exc:
+                return 400, {"error": str(exc)}
+            if spec.get("pause"):
+                clock.pause()
+            if advance:
+                clock.advance(advance)
+                log.info("clock_advanced", advance_ms=advance, now_ms=clock.now_ms())
+                if self.run_timers is not None:
+                    await self.run_timers()
+            if spec.get("resume"):
+                clock.resume()
+        elif method != "GET":
+            return 405, {"error": f"{method} /clock: GET or POST"}
+        return 200, {"now_ms": clock.now_ms(), "paused": clock.paused, "offset_ms": clock.offset_ms}
+
     def route(self, method: str, path: str, raw: bytes) -> tuple[int, Any]:
-        """(status, JSON answer) of one request: the endpoint without its HTTP."""
+        """(status, JSON answer) of one request to /faults or /scenarios: the endpoint without its HTTP."""
         if path == "/faults":
             if method == "GET":
                 return 200, {"rules": self.rules.describe()}
@@ -130,4 +172,4 @@ class ControlServer:
             return 404, {"error": f"no rule {rule_id}"}
         if path == "/scenarios" and method == "GET":
             return 200, {"scenarios": scenarios.describe()}
-        return 404, {"error": f"no {path}: /faults, /faults/ID, /scenarios"}
+        return 404, {"error": f"no {path}: /faults, /faults/ID, /scenarios, /clock"}

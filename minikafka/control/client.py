@@ -6,6 +6,10 @@ is in a test, and what any tool can use against `minikafka serve --control-port 
     faults.scenario("coordinator_loading", count=2)
     faults.list()   # every rule, with "fired" and "exhausted"
     faults.clear()
+
+    clock = ClockClient("127.0.0.1", control_port)
+    clock.pause()
+    clock.advance(61)  # seconds; returns once every timeout that fell due has fired
 """
 
 from __future__ import annotations
@@ -50,18 +54,51 @@ class FaultsClient:
         return self._call("GET", "/scenarios")["scenarios"]
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
-        # http.client, not urllib: no proxy from the environment is ever asked to reach loopback
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
-        try:
-            data = None if body is None else json.dumps(body).encode()
-            conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
-            response = conn.getresponse()
-            answer = json.loads(response.read() or b"null")
-        finally:
-            conn.close()
-        if response.status >= 400:
-            error = answer.get("error") if isinstance(answer, dict) else answer
-            if response.status == 404:
-                raise KeyError(error)
-            raise ValueError(error)
-        return answer
+        return call(self.host, self.port, method, path, body, self.timeout)
+
+
+class ClockClient:
+    """The broker's clock (virtual time): paused, it stands still; advanced, every timeout that
+    fell due (transaction.timeout.ms, transactional.id.expiration.ms, producer.id.expiration.ms,
+    session and rebalance timeouts, retention) has fired when the call returns. Clients keep their
+    own clocks: a client-side timeout still takes real time."""
+
+    def __init__(self, host: str, port: int, timeout: float = 60.0) -> None:
+        self.host = host
+        self.port = port
+        self.timeout = timeout
+
+    def pause(self) -> dict[str, Any]:
+        return self._post({"pause": True})
+
+    def resume(self) -> dict[str, Any]:
+        return self._post({"resume": True})
+
+    def advance(self, seconds: float) -> dict[str, Any]:
+        return self._post({"advance_ms": round(seconds * 1000)})
+
+    def now_ms(self) -> int:
+        return int(call(self.host, self.port, "GET", "/clock", None, self.timeout)["now_ms"])
+
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        return call(self.host, self.port, "POST", "/clock", body, self.timeout)
+
+
+def call(host: str, port: int, method: str, path: str, body: Any, timeout: float) -> Any:
+    """One request to the control endpoint: its JSON answer; ValueError for a refusal (400),
+    KeyError for something that is not there (404)."""
+    # http.client, not urllib: no proxy from the environment is ever asked to reach loopback
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        data = None if body is None else json.dumps(body).encode()
+        conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        answer = json.loads(response.read() or b"null")
+    finally:
+        conn.close()
+    if response.status >= 400:
+        error = answer.get("error") if isinstance(answer, dict) else answer
+        if response.status == 404:
+            raise KeyError(error)
+        raise ValueError(error)
+    return answer

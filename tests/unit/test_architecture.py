@@ -73,6 +73,13 @@ def test_only_protocol_uses_kio_serializers():
     assert bad == []
 
 
+def test_the_eos_checker_is_a_client_of_the_protocol_only():
+    """minikafka/eos_check reads topics over the wire like any client: no broker, storage or
+    coordinator code (so it checks Apache Kafka's topics the same way)."""
+    assert _violations("minikafka.eos_check", ("minikafka.broker", "minikafka.storage", "minikafka.coordinator",
+                                               "minikafka.control")) == []
+
+
 def test_control_never_imports_the_broker():
     """style.md: the control room (fault rules) is imported by the broker, never the other way."""
     assert _violations("minikafka.control", ("minikafka.broker", "minikafka.storage", "minikafka.coordinator")) == []
@@ -80,6 +87,7 @@ def test_control_never_imports_the_broker():
 
 @pytest.mark.parametrize("pure", [
     "minikafka.protocol", "minikafka.storage", "minikafka.control",
+    "minikafka.eos_check.history", "minikafka.eos_check.verdict",
     "minikafka.coordinator.transaction.state", "minikafka.coordinator.transaction.decisions",
     "minikafka.coordinator.group.state", "minikafka.coordinator.group.decisions",
 ])
