@@ -27,7 +27,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 # The soak tier of test-plan.md (full exactly-once fault matrices, N = 100k, and the protocol fuzzer's
-# 20,000 cases): 13 tests, about 11 min 30 s on the 2-core VM (6 min 52 s + 4 min 31 s measured); not in CI.
+# 20,000 cases): 13 tests, about 11 min 30 s on the 2-core VM (6 min 52 s + 4 min 31 s measured), and the
+# Spark pipeline under three fault scenarios (3 tests, ~85 s); not in CI.
 soak: $(STAMP)
 	$(BIN)/python -m pytest -q -m soak -rs --durations=0
 

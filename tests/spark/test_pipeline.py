@@ -41,6 +41,31 @@ def test_pipeline_end_to_end(kafka_broker: Any, spark_jars: list[Path], tmp_path
     assert numbers["phases"] == 2  # the job was stopped and resumed from its checkpoint
 
 
+@pytest.mark.soak  # three more pipeline runs: `make soak`
+@pytest.mark.parametrize("scenario, params", [
+    ("coordinator_loading", {"count": 3}),
+    ("not_coordinator", {"count": 3}),
+    ("slow_list_offsets", {"delay_ms": 1500, "count": 6}),
+], ids=["coordinator_loading", "not_coordinator", "slow_list_offsets"])
+def test_pipeline_under_a_fault_scenario(kafka_broker: Any, spark_jars: list[Path], tmp_path: Path,
+                                         scenario: str, params: dict[str, Any]) -> None:
+    """Issue 20, item 4: the same run with one of minikafka's fault scenarios striking the order
+    producer (the transaction coordinator's errors) or the streaming job's offset queries (late
+    ListOffsets answers); the verifier must still count every committed event once and no
+    aborted one, and the scenario must have struck."""
+    rules = kafka_broker.faults.scenario(scenario, **params)
+    env = {**os.environ, "SPARK_JARS_DIR": str(spark_jars[0].parent)}
+    cmd = [sys.executable, "-m", "minikafka.pipeline", "run", "--bootstrap-servers", kafka_broker.bootstrap,
+           "--master", "local[2]", "--events", "1000", "--txn-size", "20", "--abort-every", "5",
+           "--topic", "orders-faults", "--work-dir", str(tmp_path / "pipeline"), "--json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=540)
+    assert proc.returncode == 0, f"pipeline failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    numbers = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert numbers["ok"] is True and numbers["committed_events"] == 800
+    fired = {r["id"]: r["fired"] for r in kafka_broker.faults.list()}
+    assert sum(fired[r["id"]] for r in rules) >= 1, f"{scenario} never struck"
+
+
 def test_pipeline_with_a_dead_address_is_one_line_quickly(tmp_path: Path) -> None:
     import socket
     import time
