@@ -37,6 +37,7 @@ from minikafka.control.rules import FaultRules, RuleError
 log = structlog.get_logger("minikafka.control")
 
 MAX_BODY = 1 << 20
+REQUEST_TIMEOUT_S = 60
 _REASONS = {200: "OK", 201: "Created", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
             413: "Payload Too Large"}
 
@@ -81,9 +82,13 @@ class ControlServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            status, answer = await self._answer(reader)
-        except (asyncio.IncompleteReadError, ConnectionError, ValueError) as exc:
+            # a client that connects and says nothing is not kept for ever (an advance runs the
+            # broker's timers: allowed a minute)
+            status, answer = await asyncio.wait_for(self._answer(reader), REQUEST_TIMEOUT_S)
+        except (asyncio.IncompleteReadError, ConnectionError, ValueError, asyncio.LimitOverrunError) as exc:
             status, answer = 400, {"error": f"bad HTTP request: {exc}"}
+        except TimeoutError:
+            status, answer = 400, {"error": f"no complete request within {REQUEST_TIMEOUT_S} s"}
         body = json.dumps(answer).encode()
         head = (f"HTTP/1.1 {status} {_REASONS.get(status, '')}\r\nContent-Type: application/json\r\n"
                 f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")

@@ -216,19 +216,18 @@ class FaultRules:
 
     def at_step(self, action: str, topic: str | None = None, partition: int | None = None,
                 transactional_id: str | None = None) -> Rule | None:
-        """The stall_markers / fail_txn_log_append rule that fires for this step, if any."""
-        view = RequestView(-1, -1, transactional_id=transactional_id,
-                           partitions=frozenset() if topic is None or partition is None else {(topic, partition)},
-                           topics=frozenset() if topic is None else {topic})
+        """The stall_markers / fail_txn_log_append rule that fires for this step, if any. A rule
+        aimed at a topic, partition or transactional id matches only steps that name it."""
         for rule in list(self._rules.values()):
             if rule.action != action:
                 continue
-            if (rule.topic is not None or rule.partition is not None) and topic is None:
+            if rule.topic is not None and rule.topic != topic:
                 continue
-            if rule.transactional_id is not None and transactional_id is None:
+            if rule.partition is not None and rule.partition != partition:
                 continue
-            if dataclasses.replace(rule, api_key=None, min_version=None, max_version=None).matches(view) \
-                    and self._fire(rule):
+            if rule.transactional_id is not None and rule.transactional_id != transactional_id:
+                continue
+            if self._fire(rule):
                 self._fired(rule, action if topic is None else f"{action} {topic}-{partition}")
                 return rule
         return None
