@@ -42,6 +42,12 @@ _REASONS = {200: "OK", 201: "Created", 400: "Bad Request", 404: "Not Found", 405
             413: "Payload Too Large"}
 
 
+class _Refused(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class ControlError(ValueError):
     """A control endpoint that must not start (a non-loopback address)."""
 
@@ -82,9 +88,12 @@ class ControlServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            # a client that connects and says nothing is not kept for ever (an advance runs the
-            # broker's timers: allowed a minute)
-            status, answer = await asyncio.wait_for(self._answer(reader), REQUEST_TIMEOUT_S)
+            # a client that connects and says nothing is not kept for ever; what it asks for, once
+            # read, is never cut short (an advance runs the broker's timers to their end)
+            method, path, raw = await asyncio.wait_for(self._read(reader), REQUEST_TIMEOUT_S)
+            status, answer = await self.clock_route(method, raw) if path == "/clock" else self.route(method, path, raw)
+        except _Refused as exc:
+            status, answer = exc.status, {"error": str(exc)}
         except (asyncio.IncompleteReadError, ConnectionError, ValueError, asyncio.LimitOverrunError) as exc:
             status, answer = 400, {"error": f"bad HTTP request: {exc}"}
         except TimeoutError:
@@ -100,7 +109,8 @@ class ControlServer:
         finally:
             writer.close()
 
-    async def _answer(self, reader: asyncio.StreamReader) -> tuple[int, Any]:
+    async def _read(self, reader: asyncio.StreamReader) -> tuple[str, str, bytes]:
+        """(method, path, body) of one request."""
         request_line = (await reader.readuntil(b"\r\n")).decode("latin-1").split()
         if len(request_line) != 3:
             raise ValueError("no request line")
@@ -114,11 +124,9 @@ class ControlServer:
             if name.strip().lower() == "content-length":
                 length = int(value.strip())
         if length > MAX_BODY:
-            return 413, {"error": f"a body of at most {MAX_BODY} bytes"}
+            raise _Refused(413, f"a body of at most {MAX_BODY} bytes")
         raw = await reader.readexactly(length) if length else b""
-        if path == "/clock":
-            return await self.clock_route(method, raw)
-        return self.route(method, path, raw)
+        return method, path, raw
 
     async def clock_route(self, method: str, raw: bytes) -> tuple[int, Any]:
         clock = self.clock

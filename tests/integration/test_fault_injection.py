@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import subprocess
 import sys
 import time
@@ -211,6 +212,11 @@ def test_the_control_endpoint_speaks_plain_http(kafka_broker):
     names = {s["name"] for s in _http(port, "GET", "/scenarios")[1]["scenarios"]}
     assert {"lost_end_txn_response", "lost_produce_ack", "stalled_markers", "slow_list_offsets"} <= names
     assert _http(port, "DELETE", "/faults") == (200, {"cleared": 0})
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:  # not HTTP at all
+        s.sendall(b"hello\r\n\r\n")
+        assert s.recv(4096).startswith(b"HTTP/1.1 400 ")
+    status, answer = _http(port, "POST", "/clock", {"advance_ms": -1})
+    assert status == 400 and "forward only" in answer["error"]
 
 
 def test_the_control_endpoint_refuses_a_non_loopback_address(tmp_path):
