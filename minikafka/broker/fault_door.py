@@ -22,7 +22,7 @@ log = structlog.get_logger("minikafka.faults")
 # Where a request body lists its topics, and where a topic lists its partitions (field names of
 # the newest versions, which dispatch's bodies have): Produce topic_data/partition_data, Fetch and
 # ListOffsets topics/partitions, WriteTxnMarkers markers/topics/partition_indexes, ...
-_TOPIC_LISTS = ("topic_data", "topics")
+_TOPIC_LISTS = ("topic_data", "topics", "v3_and_below_topics")  # the last: AddPartitionsToTxn up to v3
 _PARTITION_LISTS = ("partition_data", "partitions", "partition_indexes")
 _PARTITION_INDEX = ("index", "partition", "partition_index")
 
@@ -48,7 +48,7 @@ class FaultDoor:
     def view(self, api_key: int, api_version: int, client_id: str | None, body: Any) -> RequestView:
         topics: set[str] = set()
         partitions: set[tuple[str, int]] = set()
-        transactional_id = getattr(body, "transactional_id", None)
+        transactional_id = getattr(body, "transactional_id", None) or getattr(body, "v3_and_below_transactional_id", None)
         group_id = getattr(body, "group_id", None)
         for holder in _holders(body):
             for t in _first_list(holder, _TOPIC_LISTS):

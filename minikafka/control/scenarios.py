@@ -17,6 +17,11 @@ What a client should do in each is Kafka's contract, the same against Apache Kaf
   transaction stays in PrepareCommit / PrepareAbort and read_committed consumers wait at its LSO.
 - txn_log_unavailable: appends to __transaction_state fail: the coordinator answers
   NOT_ENOUGH_REPLICAS / COORDINATOR_NOT_AVAILABLE-class errors and the client retries.
+- producer_fenced: PRODUCER_FENCED, what a zombie instance meets once a newer instance of its
+  transactional id initialised; the client's error is fatal: the instance must close, not retry.
+- rebalance_during_transaction: ILLEGAL_GENERATION on TxnOffsetCommit, as when the group
+  rebalanced while the transaction was open (KIP-447); the transaction must be aborted and its
+  records read again from the last committed offsets.
 - crash_after_prepare_commit: the broker dies between the PrepareCommit record and the markers
   (a coordinator failover on one node); the test restarts it and the commit completes.
 - slow_list_offsets: ListOffsets answers late; librdkafka's pending offset query after a seek to
@@ -35,10 +40,11 @@ TXN_APIS = ("InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn",
 _AIM = ("transactional_id", "topic", "partition", "client_id", "group_id")
 
 
-def _error(code: str, apis: tuple[str, ...], default_count: int) -> Callable[[Mapping[str, Any]], list[dict[str, Any]]]:
+def _error(code: str, apis: tuple[str, ...], default_count: int | None) -> Callable[[Mapping[str, Any]], list[dict[str, Any]]]:
     def build(p: Mapping[str, Any]) -> list[dict[str, Any]]:
-        # each API its own rule, each striking `count` times
-        return [{"action": "error", "error_code": code, "api": api, "count": p.get("count", default_count),
+        # each API its own rule, each striking `count` times (None: until cleared)
+        count = p.get("count", default_count)
+        return [{"action": "error", "error_code": code, "api": api, **({} if count is None else {"count": count}),
                  **_aim(p)} for api in apis]
     return build
 
@@ -71,6 +77,13 @@ SCENARIOS: dict[str, tuple[str, Callable[[Mapping[str, Any]], list[dict[str, Any
     "concurrent_transactions": ("CONCURRENT_TRANSACTIONS from AddPartitionsToTxn, AddOffsetsToTxn, InitProducerId",
                                 _error("CONCURRENT_TRANSACTIONS",
                                        ("AddPartitionsToTxn", "AddOffsetsToTxn", "InitProducerId"), 3)),
+    "producer_fenced": ("PRODUCER_FENCED from the transaction APIs, as a zombie instance gets once a newer "
+                        "one of its transactional id initialised (count: none, until cleared)",
+                        _error("PRODUCER_FENCED", ("AddPartitionsToTxn", "AddOffsetsToTxn", "TxnOffsetCommit",
+                                                   "EndTxn"), None)),
+    "rebalance_during_transaction": ("ILLEGAL_GENERATION from TxnOffsetCommit: the group moved on while the "
+                                     "transaction was open (KIP-447)",
+                                     _error("ILLEGAL_GENERATION", ("TxnOffsetCommit",), 1)),
     "stalled_markers": ("transaction markers held back (count: marker writes; none: until cleared)",
                         _one("stall_markers", None)),
     "txn_log_unavailable": ("appends to __transaction_state fail", _one("fail_txn_log_append", 3)),

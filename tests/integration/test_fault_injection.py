@@ -19,7 +19,7 @@ import time
 
 import pytest
 from clients import create_topic, end_position, read_to_eof, uniq, wait_until
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from minikafka.testing import free_port
@@ -226,3 +226,55 @@ def test_the_control_endpoint_refuses_a_non_loopback_address(tmp_path):
     assert done.returncode == 2
     assert "loopback addresses only" in done.stderr
     assert not (tmp_path / "d").exists()  # refused before anything was made
+
+
+def test_a_fenced_producer_gets_a_fatal_error_and_a_new_instance_goes_on(kafka_broker):
+    """producer_fenced: what a zombie meets. The error is fatal (the instance must close); once the
+    rules are cleared, a new instance of the same transactional id commits. librdkafka meets it at
+    AddPartitionsToTxn (answered per partition: the versions it speaks have no other error)."""
+    topic, txn_id = uniq("fault-fenced"), uniq("t")
+    create_topic(kafka_broker.bootstrap, topic)
+    rules = kafka_broker.faults.scenario("producer_fenced", transactional_id=txn_id)
+    zombie = txn_producer(kafka_broker.bootstrap, txn_id)
+    zombie.begin_transaction()
+    zombie.produce(topic, b"zombie")
+    with pytest.raises(KafkaException) as exc:
+        zombie.commit_transaction(30)
+    assert exc.value.args[0].fatal(), exc.value.args[0]
+    refused = next(r for r in rules if r["api"] == "AddPartitionsToTxn")
+    assert kafka_broker.faults.get(refused["id"])["fired"] >= 1
+    assert kafka_broker.faults.clear() == 4
+    fresh = txn_producer(kafka_broker.bootstrap, txn_id)
+    fresh.begin_transaction()
+    fresh.produce(topic, b"fresh")
+    fresh.commit_transaction(30)
+    assert committed(kafka_broker.bootstrap, topic) == [b"fresh"]
+
+
+def test_a_rebalance_during_the_transaction_aborts_it(kafka_broker):
+    """rebalance_during_transaction: the offsets of the transaction are refused (ILLEGAL_GENERATION);
+    the application aborts and does the work again, and only the second attempt is visible."""
+    src, dst, group = uniq("fault-in"), uniq("fault-out"), uniq("g")
+    create_topic(kafka_broker.bootstrap, src)
+    create_topic(kafka_broker.bootstrap, dst)
+    rule = kafka_broker.faults.scenario("rebalance_during_transaction", group_id=group)[0]
+    p = txn_producer(kafka_broker.bootstrap, uniq("t"))
+    offsets = [TopicPartition(src, 0, 5)]
+    c = Consumer({"bootstrap.servers": kafka_broker.bootstrap, "group.id": group, "enable.auto.commit": False})
+    meta = c.consumer_group_metadata()
+    p.begin_transaction()
+    p.produce(dst, b"first try")
+    with pytest.raises(KafkaException) as exc:
+        p.send_offsets_to_transaction(offsets, meta, 30)
+    assert exc.value.args[0].txn_requires_abort(), exc.value.args[0]
+    p.abort_transaction(30)
+    p.begin_transaction()
+    p.produce(dst, b"second try")
+    p.send_offsets_to_transaction(offsets, meta, 30)
+    p.commit_transaction(30)
+    assert kafka_broker.faults.get(rule["id"])["fired"] == 1
+    assert committed(kafka_broker.bootstrap, dst) == [b"second try"]
+    try:
+        assert c.committed([TopicPartition(src, 0)], timeout=10)[0].offset == 5
+    finally:
+        c.close()

@@ -43,13 +43,23 @@ class AddPartitionsToTxnHandler:
                 now_ms=self.svc.clock.now_ms)
             error = fenced_for_old_clients(error, ctx.api_version)
             errors = {tp: error for tp in wanted}
-        by_topic: dict[str, list[messages.AddPartitionsToTxnPartitionResult]] = {}
-        for tp in wanted:
-            by_topic.setdefault(tp.topic, []).append(
-                messages.AddPartitionsToTxnPartitionResult(partition_index=tp.partition, partition_error_code=errors[tp]))
-        return messages.AddPartitionsToTxnResponse(
-            throttle_time=ZERO_MS,
-            results_by_topic_v3_and_below=tuple(
-                messages.AddPartitionsToTxnTopicResult(name=name, results_by_partition=tuple(parts))
-                for name, parts in by_topic.items()),
-        )
+        return _answer(wanted, errors)
+
+    def error_response(self, req: Any, code: ErrorCode) -> messages.AddPartitionsToTxnResponse:
+        """Every partition asked for answered `code` (a fault rule's error, or a failed handler):
+        versions up to 3, which this broker serves, carry errors per partition only."""
+        wanted = [TopicPartition(t.name, p) for t in req.v3_and_below_topics for p in t.partitions]
+        return _answer(wanted, dict.fromkeys(wanted, code))
+
+
+def _answer(wanted: list[TopicPartition], errors: dict[TopicPartition, ErrorCode]) -> messages.AddPartitionsToTxnResponse:
+    by_topic: dict[str, list[messages.AddPartitionsToTxnPartitionResult]] = {}
+    for tp in wanted:
+        by_topic.setdefault(tp.topic, []).append(
+            messages.AddPartitionsToTxnPartitionResult(partition_index=tp.partition, partition_error_code=errors[tp]))
+    return messages.AddPartitionsToTxnResponse(
+        throttle_time=ZERO_MS,
+        results_by_topic_v3_and_below=tuple(
+            messages.AddPartitionsToTxnTopicResult(name=name, results_by_partition=tuple(parts))
+            for name, parts in by_topic.items()),
+    )

@@ -9,6 +9,7 @@ stay pending until the transaction's marker reaches the offsets partition.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -59,9 +60,18 @@ class TxnOffsetCommitHandler:
                 member_id=req.member_id, group_instance_id=req.group_instance_id, generation_id=req.generation_id,
                 offsets=wanted, now_ms=self.svc.clock.now_ms(), api_version=ctx.api_version))
             self.svc.faults.reach(faults.AFTER_TXN_OFFSET_COMMIT)
-        return messages.TxnOffsetCommitResponse(throttle_time=ZERO_MS, topics=tuple(
-            messages.TxnOffsetCommitResponseTopic(name=t.name, partitions=tuple(
-                messages.TxnOffsetCommitResponsePartition(partition_index=p.partition_index,
-                                                 error_code=codes[TopicPartition(t.name, p.partition_index)])
-                for p in t.partitions))
-            for t in req.topics))
+        return _answer(req, lambda tp: codes[tp])
+
+    def error_response(self, req: Any, code: ErrorCode) -> messages.TxnOffsetCommitResponse:
+        """Every partition asked for answered `code` (a fault rule's error, or a failed handler):
+        TxnOffsetCommit has no error code but the partitions'."""
+        return _answer(req, lambda _tp: code)
+
+
+def _answer(req: Any, code_of: Callable[[TopicPartition], ErrorCode]) -> messages.TxnOffsetCommitResponse:
+    return messages.TxnOffsetCommitResponse(throttle_time=ZERO_MS, topics=tuple(
+        messages.TxnOffsetCommitResponseTopic(name=t.name, partitions=tuple(
+            messages.TxnOffsetCommitResponsePartition(partition_index=p.partition_index,
+                                                      error_code=code_of(TopicPartition(t.name, p.partition_index)))
+            for p in t.partitions))
+        for t in req.topics))
