@@ -52,6 +52,11 @@ class FaultInjector:
         """A stall_markers rule holds this marker back (the coordinator keeps retrying it)."""
         return self.rules.at_step("stall_markers", topic, partition) is not None
 
+    def marker_dropped(self, topic: str, partition: int) -> bool:
+        """A drop_markers rule loses this marker: reported written, never appended (a hanging
+        transaction on the partition, for KIP-664's find-hanging and abort to find and end)."""
+        return self.rules.at_step("drop_markers", topic, partition) is not None
+
     def check_txn_log_append(self) -> None:
         if self.rules.at_step("fail_txn_log_append") is not None:
             raise OSError("transaction log append failed (fault rule fail_txn_log_append)")

@@ -13,7 +13,9 @@ version range, client id, transactional id, group and topic/partition:
 
 Step actions act at a step inside the broker: `crash_at` (the process exits with status 137 at a
 named crash point, as if killed), `stall_markers` (transaction markers are not written; the
-coordinator retries them), `fail_txn_log_append` (appends to `__transaction_state` fail).
+coordinator retries them), `drop_markers` (a marker is reported written and never is: the
+partition keeps a hanging transaction, KIP-664), `fail_txn_log_append` (appends to
+`__transaction_state` fail).
 
 `after` lets that many matches through first ("the third EndTxn"), `count` bounds how often the
 rule fires (none: until it is removed), `probability` fires a match only so often (seeded, so a run
@@ -36,7 +38,7 @@ from minikafka.protocol import versions
 from minikafka.protocol.errors import ErrorCode
 
 REQUEST_ACTIONS = frozenset({"error", "drop_response", "delay", "close_connection_before", "close_connection_after"})
-STEP_ACTIONS = frozenset({"crash_at", "stall_markers", "fail_txn_log_append"})
+STEP_ACTIONS = frozenset({"crash_at", "stall_markers", "drop_markers", "fail_txn_log_append"})
 ACTIONS = REQUEST_ACTIONS | STEP_ACTIONS
 
 # Crash points in the transaction commit path.
@@ -216,8 +218,8 @@ class FaultRules:
 
     def at_step(self, action: str, topic: str | None = None, partition: int | None = None,
                 transactional_id: str | None = None) -> Rule | None:
-        """The stall_markers / fail_txn_log_append rule that fires for this step, if any. A rule
-        aimed at a topic, partition or transactional id matches only steps that name it."""
+        """The stall_markers / drop_markers / fail_txn_log_append rule that fires for this step, if
+        any. A rule aimed at a topic, partition or transactional id matches only steps naming it."""
         for rule in list(self._rules.values()):
             if rule.action != action:
                 continue

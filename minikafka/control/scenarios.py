@@ -15,6 +15,9 @@ What a client should do in each is Kafka's contract, the same against Apache Kaf
   InitProducerId, as while a previous transaction's markers are written; the client retries.
 - stalled_markers: the markers of committing or aborting transactions are held back, so the
   transaction stays in PrepareCommit / PrepareAbort and read_committed consumers wait at its LSO.
+- hanging_transaction: a marker is lost between the coordinator and the partition; the
+  transaction is complete for the coordinator and open on the partition, whose last stable offset
+  stays behind it until an operator finds it (kafka-transactions.sh find-hanging) and aborts it.
 - txn_log_unavailable: appends to __transaction_state fail: the coordinator answers
   NOT_ENOUGH_REPLICAS / COORDINATOR_NOT_AVAILABLE-class errors and the client retries.
 - producer_fenced: PRODUCER_FENCED, what a zombie instance meets once a newer instance of its
@@ -86,6 +89,9 @@ SCENARIOS: dict[str, tuple[str, Callable[[Mapping[str, Any]], list[dict[str, Any
                                      _error("ILLEGAL_GENERATION", ("TxnOffsetCommit",), 1)),
     "stalled_markers": ("transaction markers held back (count: marker writes; none: until cleared)",
                         _one("stall_markers", None)),
+    "hanging_transaction": ("the next transaction marker (aim it with topic/partition) is lost: the coordinator "
+                            "completes the transaction, the partition keeps it open (KIP-664)",
+                            _one("drop_markers", 1)),
     "txn_log_unavailable": ("appends to __transaction_state fail", _one("fail_txn_log_append", 3)),
     "crash_after_prepare_commit": ("the broker exits (137) after PrepareCommit, before any marker",
                                    _one("crash_at", 1, point="txn.after_prepare_commit")),

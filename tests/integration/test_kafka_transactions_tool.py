@@ -76,3 +76,37 @@ def test_list_describe_and_abort_an_open_transaction(kafka_broker, kafka_ref_too
         time.sleep(0.1)
     producers = tool("describe-producers", "--topic", topic, "--partition", "0")
     assert [r["CurrentTransactionStartOffset"] for r in producers] == ["None"]
+
+
+def test_a_hanging_transaction_made_by_a_lost_marker_is_found_and_aborted(kafka_broker, kafka_ref_tools):
+    """minikafka's hanging_transaction scenario loses the COMMIT marker on one partition: the
+    coordinator completes the transaction, the partition keeps it open and its LSO stays behind.
+    Kafka's own find-hanging finds it there (and only there), and abort ends it."""
+    suffix = uuid.uuid4().hex[:8]
+    topic, txn_id = f"hang-{suffix}", f"hang-txn-{suffix}"
+    create_topic(kafka_broker.bootstrap, topic, 2)
+    rule = kafka_broker.faults.scenario("hanging_transaction", topic=topic, partition=1)[0]
+    p = Producer({"bootstrap.servers": kafka_broker.bootstrap, "transactional.id": txn_id})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic, value=b"kept", partition=0)
+    p.produce(topic, value=b"hangs", partition=1)
+    p.commit_transaction(30)
+    assert kafka_broker.faults.get(rule["id"])["fired"] == 1
+    assert watermarks(kafka_broker.bootstrap, TopicPartition(topic, 0)) == (2, 2)
+    assert watermarks(kafka_broker.bootstrap, TopicPartition(topic, 1)) == (0, 1)  # held back
+
+    def tool(*args: str) -> list[dict[str, str]]:
+        proc = kafka_ref_tools.kafka_tool(TOOL, "--bootstrap-server", kafka_broker.bootstrap, *args)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return _rows(proc.stdout)
+
+    assert tool("describe", "--transactional-id", txn_id)[0]["TransactionState"] == "CompleteCommit"
+    hanging = tool("find-hanging", "--topic", topic, "--max-transaction-timeout", "0")
+    assert [(r["Topic"], r["Partition"], r["StartOffset"]) for r in hanging] == [(topic, "1", "0")]
+    tool("abort", "--topic", topic, "--partition", "1", "--start-offset", "0")
+    deadline = time.monotonic() + 30
+    while watermarks(kafka_broker.bootstrap, TopicPartition(topic, 1)) != (2, 2):
+        assert time.monotonic() < deadline, watermarks(kafka_broker.bootstrap, TopicPartition(topic, 1))
+        time.sleep(0.1)
+    assert tool("find-hanging", "--topic", topic, "--max-transaction-timeout", "0") == []

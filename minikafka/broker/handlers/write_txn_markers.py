@@ -48,7 +48,9 @@ class LocalMarkerWriter:
     def write_marker(self, tp: TopicPartition, *, producer_id: int, producer_epoch: int, commit: bool,
                      coordinator_epoch: int) -> ErrorCode:
         if self.svc.faults.markers_blocked(tp.topic, tp.partition):
-            return ErrorCode.not_enough_replicas  # test hook (C-8): the coordinator retries
+            return ErrorCode.not_enough_replicas  # a stall_markers rule: the coordinator retries
+        if self.svc.faults.marker_dropped(tp.topic, tp.partition):
+            return ErrorCode.none  # a drop_markers rule: lost on the way, the partition's transaction hangs
         return write_marker(self.svc, tp, producer_id=producer_id, producer_epoch=producer_epoch, commit=commit,
                             coordinator_epoch=coordinator_epoch)
 

@@ -75,6 +75,10 @@ def test_step_rules_fire_at_their_steps_only():
     assert book.at_step("stall_markers", "in", 0) is None
     assert book.at_step("stall_markers", "out", 3) == stall
     assert book.at_step("stall_markers", "out", 3) is None  # count 1
+    drop = book.add({"action": "drop_markers", "topic": "out", "partition": 1, "count": 1})
+    assert book.at_step("drop_markers", "out", 0) is None
+    assert book.at_step("stall_markers", "out", 1) is None  # stall's one firing is spent
+    assert book.at_step("drop_markers", "out", 1) == drop
     fail = book.add({"action": "fail_txn_log_append"})
     assert book.at_step("fail_txn_log_append") == fail
     assert book.remove(fail.id) and not book.remove(fail.id)
