@@ -214,7 +214,7 @@ class ExternalBroker:
 
     def __getattr__(self, name: str) -> Any:
         if name in ("kill9", "term", "restart", "pause", "resume", "data_dir", "pid", "rss_kb", "faults",
-                    "clock"):
+                    "clock", "control_port"):
             pytest.skip(f"{name} needs a broker started by the test (KAFKA_BOOTSTRAP is set)")
         raise AttributeError(name)
 
