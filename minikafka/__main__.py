@@ -27,6 +27,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--control-port", type=int, default=None, metavar="PORT",
                    help="serve the fault-rule control endpoint (HTTP, off by default) on PORT; 0: a free port")
     s.add_argument("--control-host", default="127.0.0.1", help="the control endpoint's address (loopback only)")
+    s.add_argument("--check-invariants", action="store_true",
+                   help="count and log what breaks exactly-once as it happens (control endpoint: GET /invariants)")
     s.add_argument("--log-level", default="INFO")
     s.add_argument("--log-json", action="store_true", help="JSON log lines")
     # inspect and pipeline parse their own arguments (and import their modules) only when used, so
@@ -98,7 +100,7 @@ def _serve(args: argparse.Namespace) -> int:
             return 2
         control = (args.control_host, args.control_port)
     try:
-        uvloop.run(Broker(config, control=control).run())
+        uvloop.run(Broker(config, control=control, check_invariants=args.check_invariants).run())
     except StartupError as exc:  # a data directory that cannot be used: one line, no traceback
         print(f"minikafka: {exc}", file=sys.stderr)
         return 1

@@ -87,8 +87,10 @@ class BrokerProcess:
 
     def __init__(self, data_dir: Path, *, port: int | None = None,
                  overrides: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
-                 control: bool = False) -> None:
-        """control=True: the broker serves its control endpoint too (`faults`)."""
+                 control: bool = False, invariants: bool = False) -> None:
+        """control=True: the broker serves its control endpoint too (`faults`, `clock`);
+        invariants=True: it runs the invariant monitor (`faults.invariants()`)."""
+        self.invariants = invariants
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
         self.control_port = free_port() if control else None
@@ -115,6 +117,8 @@ class BrokerProcess:
             cmd += ["--override", f"{k}={v}"]
         if self.control_port is not None:
             cmd += ["--control-port", str(self.control_port)]
+        if self.invariants:
+            cmd.append("--check-invariants")
         return cmd
 
     @property
@@ -288,11 +292,11 @@ def broker_factory(tmp_path: Path) -> Iterator[Any]:
     started: list[BrokerProcess] = []
 
     def make(overrides: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
-             name: str = "kafka-data", control: bool = True) -> BrokerProcess:
+             name: str = "kafka-data", control: bool = True, invariants: bool = False) -> BrokerProcess:
         if os.environ.get("KAFKA_BOOTSTRAP"):
             pytest.skip("needs a minikafka broker started by the test")
         b = BrokerProcess(tmp_path / f"{name}-{len(started)}", overrides=overrides, env=env,
-                          control=control).start()
+                          control=control, invariants=invariants).start()
         started.append(b)
         return b
 

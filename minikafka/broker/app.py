@@ -32,10 +32,12 @@ from minikafka.broker.txn_evidence import StoredDataPartitions
 from minikafka.broker_config import ignored_security_configs, with_dynamic
 from minikafka.clock import Clock, ControlledClock
 from minikafka.config import BrokerConfig
+from minikafka.control.invariants import InvariantMonitor, Violation
 from minikafka.control.rules import FaultRules
 from minikafka.coordinator.group.offsets_log import TOPIC as OFFSETS_TOPIC
 from minikafka.coordinator.producer_ids import ProducerIdAllocator
 from minikafka.coordinator.transaction.coordinator import TransactionCoordinator
+from minikafka.coordinator.transaction.state import TxnState
 from minikafka.coordinator.transaction.txn_log import TOPIC as TXN_TOPIC
 from minikafka.faults import FaultInjector
 from minikafka.features import SUPPORTED as SUPPORTED_FEATURES
@@ -57,6 +59,13 @@ BROKER_CONFIGS_FILE = "minikafka-broker-configs.json"  # dynamic BROKER configs 
 log = structlog.get_logger("minikafka.broker")
 # How often the internal topics are checked for a rolled segment to compact (cheap: a length test).
 COMPACTION_CHECK_MS = 1000
+INVARIANT_CHECK_MS = 1000  # the invariant monitor's look for transactions that ended without a marker
+OPEN_STATES = frozenset({TxnState.ONGOING, TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT,
+                         TxnState.PREPARE_EPOCH_FENCE})
+
+
+def _log_violation(v: Violation) -> None:
+    log.warning("invariant_violated", **v.describe())
 
 
 FEATURES_RESOURCE, EPOCH_KEY = "finalized", "finalized.features.epoch"
@@ -76,8 +85,9 @@ def load_features(config: BrokerConfig, store: DynamicConfigStore) -> Features:
 
 class Broker:
     def __init__(self, config: BrokerConfig, clock: Clock | None = None, *,
-                 control: tuple[str, int] | None = None) -> None:
-        """`control`: (host, port) of the control endpoint (broker/control_server.py), off when None."""
+                 control: tuple[str, int] | None = None, check_invariants: bool = False) -> None:
+        """`control`: (host, port) of the control endpoint (broker/control_server.py), off when None;
+        `check_invariants`: run the invariant monitor (control/invariants.py)."""
         # Dynamic broker configs (set with IncrementalAlterConfigs) override server.properties from
         # the start, as in Kafka; everything below is built with them in force.
         broker_configs = DynamicConfigStore(config.data_dir / BROKER_CONFIGS_FILE)
@@ -131,6 +141,11 @@ class Broker:
         self.services.txn = self.txn
         self.services.txn_topic = self.txn_topic
         self.services.marker_listeners.append(self._offsets_marker_written)
+        if check_invariants:
+            monitor = InvariantMonitor(on_violation=_log_violation)
+            self.services.invariants = monitor
+            self.services.marker_listeners.append(
+                lambda tp, pid, commit: monitor.marker(tp, pid, commit, self.logs.logs[tp].log_end_offset - 1))
         self.registry = HandlerRegistry(default_handlers(self.services))
         self.services.served = self.registry.served
         self.server = KafkaServer(self.registry, host=config.host, port=config.port,
@@ -144,7 +159,8 @@ class Broker:
                                   faults=FaultDoor(self.fault_rules, self._topic_name))
         self.control = None if control is None else ControlServer(
             self.fault_rules, host=control[0], port=control[1],
-            clock=self.clock if isinstance(self.clock, ControlledClock) else None, run_timers=self.run_timers)
+            clock=self.clock if isinstance(self.clock, ControlledClock) else None, run_timers=self.run_timers,
+            invariants=self.services.invariants)
         self.fd_budget = {"fd_limit": fd_limit, "open_files": open_files, "connections": socket_fds}
         self.cleaner = LogCleaner(self.logs, lambda: self.services.config, self.clock.now_ms,
                                   frozenset({OFFSETS_TOPIC, TXN_TOPIC}), crash_point=self.faults.reach)
@@ -182,6 +198,8 @@ class Broker:
         self._every(int(c["transaction.abort.timed.out.transaction.cleanup.interval.ms"]), self._abort_timed_out)
         self._every(int(c["transaction.remove.expired.transaction.cleanup.interval.ms"]), self._expire_txn_ids)
         self._every(COMPACTION_CHECK_MS, self._compact_internal_topics)
+        if self.services.invariants is not None:
+            self._every(INVARIANT_CHECK_MS, self._check_open_transactions)
         if c["log.cleaner.enable"]:
             self._tasks.append(asyncio.create_task(self.cleaner.run()))
         self._every(int(c["log.flush.offset.checkpoint.interval.ms"]), self._checkpoint)
@@ -261,6 +279,14 @@ class Broker:
                 await asyncio.wait_for(wake.wait(), timeout)
             except TimeoutError:
                 pass
+
+    def _check_open_transactions(self) -> None:
+        """The invariant monitor's marker check: a transaction still open on a partition must be
+        open at the coordinator (its producer id, or the one it moved from)."""
+        open_ids = {pid for m in self.txn.all() if m.state in OPEN_STATES
+                    for pid in (m.producer_id, m.previous_producer_id)}
+        assert self.services.invariants is not None
+        self.services.invariants.check_open(open_ids.__contains__)
 
     def _offsets_marker_written(self, tp: TopicPartition, producer_id: int, committed: bool) -> None:
         # A marker on __consumer_offsets makes the producer's pending offsets visible or drops them.

@@ -11,6 +11,7 @@ anything else is refused at start. JSON in and out, one request per connection:
     DELETE /faults            {"cleared": N}
     DELETE /faults/ID         {"removed": ID}, or 404
     GET    /scenarios         the named scenarios and what each takes
+    GET    /invariants        the invariant monitor's counts and latest violations (--check-invariants)
     GET    /clock             {"now_ms", "paused", "offset_ms"}: the broker's clock (virtual time)
     POST   /clock             {"pause": true}, {"resume": true} and/or {"advance_ms": N}: paused, it
                               stands still; advanced, every timeout that fell due (transaction and
@@ -32,6 +33,7 @@ import structlog
 
 from minikafka.clock import ControlledClock
 from minikafka.control import scenarios
+from minikafka.control.invariants import InvariantMonitor
 from minikafka.control.rules import FaultRules, RuleError
 
 log = structlog.get_logger("minikafka.control")
@@ -65,13 +67,15 @@ def check_loopback(host: str) -> None:
 class ControlServer:
     def __init__(self, rules: FaultRules, *, host: str = "127.0.0.1", port: int = 0,
                  clock: ControlledClock | None = None,
-                 run_timers: Callable[[], Awaitable[None]] | None = None) -> None:
+                 run_timers: Callable[[], Awaitable[None]] | None = None,
+                 invariants: InvariantMonitor | None = None) -> None:
         """`clock`: the broker's clock, for /clock (none: the broker runs on a clock of the test's);
         `run_timers`: the broker's timed jobs, run once after the clock moved."""
         check_loopback(host)
         self.rules = rules
         self.clock = clock
         self.run_timers = run_timers
+        self.invariants = invariants
         self.host = host
         self.port = port
         self._server: asyncio.base_events.Server | None = None
@@ -185,4 +189,8 @@ class ControlServer:
             return 404, {"error": f"no rule {rule_id}"}
         if path == "/scenarios" and method == "GET":
             return 200, {"scenarios": scenarios.describe()}
-        return 404, {"error": f"no {path}: /faults, /faults/ID, /scenarios, /clock"}
+        if path == "/invariants" and method == "GET":
+            if self.invariants is None:
+                return 404, {"error": "the invariant monitor is off (minikafka serve --check-invariants)"}
+            return 200, self.invariants.describe()
+        return 404, {"error": f"no {path}: /faults, /faults/ID, /scenarios, /invariants, /clock"}

@@ -15,6 +15,7 @@ from minikafka.features import Features
 from minikafka.coordinator.ports import RecordLog
 from minikafka.coordinator.producer_ids import ProducerIdAllocator
 from minikafka.coordinator.transaction.coordinator import TransactionCoordinator
+from minikafka.control.invariants import InvariantMonitor
 from minikafka.faults import NO_FAULTS, FaultInjector
 from minikafka.protocol import versions
 from minikafka.protocol.types import TopicPartition
@@ -48,6 +49,7 @@ class BrokerServices:
     quota_store: ClientQuotaStore | None = None  # where they persist (set by app.py)
     scram: dict[tuple[str, int], ScramCredential] = field(default_factory=dict)  # SCRAM credentials (app.py)
     scram_store: ScramCredentialStore | None = None  # where they persist (set by app.py)
+    invariants: InvariantMonitor | None = None  # the opt-in invariant monitor (--check-invariants)
     # Called after each transaction marker is written: (partition, producer id, committed).
     marker_listeners: list[Callable[[TopicPartition, int, bool], None]] = field(default_factory=list)
 

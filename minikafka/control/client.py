@@ -53,6 +53,11 @@ class FaultsClient:
     def scenarios(self) -> list[dict[str, str]]:
         return self._call("GET", "/scenarios")["scenarios"]
 
+    def invariants(self) -> dict[str, Any]:
+        """The invariant monitor's report: {"violations": {kind: n}, "checked", "recent"} (a broker
+        started with --check-invariants)."""
+        return self._call("GET", "/invariants")
+
     def _call(self, method: str, path: str, body: Any = None) -> Any:
         return call(self.host, self.port, method, path, body, self.timeout)
 

@@ -141,6 +141,9 @@ class FetchHandler:
             # The aborted transactions overlapping the returned range, so the client can drop them.
             aborted = tuple(messages.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
                             for a in plog.collect_aborted(fetch_offset, end)) if data else ()
+            if self.svc.invariants is not None and data:
+                self.svc.invariants.served_read_committed(
+                    (tp.topic, tp.partition), data, ((a.producer_id, a.first_offset) for a in aborted), lso)
         return data, messages.PartitionData(
             partition_index=tp.partition,
             error_code=ErrorCode.none,

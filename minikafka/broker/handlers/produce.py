@@ -16,9 +16,10 @@ from minikafka.broker import txn_enrollment
 from minikafka.broker.context import RequestContext
 from minikafka.broker.dispatch import CloseConnection
 from minikafka.broker.services import BrokerServices
+from minikafka.control.invariants import InvariantMonitor
 from minikafka.protocol import messages
 from minikafka.protocol.errors import CorruptRecord, ErrorCode, InvalidRecord, RecordError
-from minikafka.protocol.records import HEADER_SIZE, read_header
+from minikafka.protocol.records import HEADER_SIZE, read_header, split_batches
 from minikafka.protocol.types import ZERO_MS, TopicPartition
 from minikafka.storage.errors import StorageError
 
@@ -88,6 +89,8 @@ class ProduceHandler:
         except (CorruptRecord, InvalidRecord, StorageError) as exc:
             return _partition_error(tp.partition, _error_code_for(exc), plog.log_start_offset, str(exc),
                                     getattr(exc, "record_errors", ()))
+        if self.svc.invariants is not None:
+            _watch(self.svc.invariants, tp, records, result.base_offset)
         if transactional_id is not None:
             self.svc.faults.reach(faults.AFTER_TXN_PRODUCE)
         return messages.PartitionProduceResponse(
@@ -126,6 +129,14 @@ class ProduceHandler:
             ),
             throttle_time=ZERO_MS,
         )
+
+
+def _watch(monitor: InvariantMonitor, tp: TopicPartition, records: bytes, base_offset: int) -> None:
+    """The invariant monitor sees each appended batch with the offsets the log gave it."""
+    offset = base_offset
+    for _, h in split_batches(records):
+        monitor.appended((tp.topic, tp.partition), h._replace(base_offset=offset))
+        offset += h.last_offset_delta + 1
 
 
 def _partition_error(partition: int, code: ErrorCode, log_start_offset: int,
