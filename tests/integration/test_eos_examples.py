@@ -31,7 +31,9 @@ def topics(bootstrap: str) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize("scenario", ["lost_produce_ack", "lost_end_txn_response", "coordinator_loading"])
-def test_the_copier_stays_exactly_once_under(kafka_broker, scenario):
+def test_the_copier_stays_exactly_once_under(broker_factory, scenario):
+    """The broker runs its invariant monitor too: no scenario may make it break one."""
+    kafka_broker = broker_factory(invariants=True)
     src, dst = topics(kafka_broker.bootstrap)
     txn_id = uniq("copier")
     aim = {"topic": dst} if scenario == "lost_produce_ack" else {"transactional_id": txn_id}
@@ -44,6 +46,8 @@ def test_the_copier_stays_exactly_once_under(kafka_broker, scenario):
     assert sum(fired[r["id"]] for r in rules) >= 1, f"{scenario} never struck: {kafka_broker.faults.list()}"
     report = assert_exactly_once(kafka_broker.bootstrap, src, dst, key_by="value")
     assert (report.inputs, report.outputs) == (RECORDS, RECORDS)
+    inv = kafka_broker.faults.invariants()
+    assert sum(inv["violations"].values()) == 0, [v["detail"] for v in inv["recent"]]
 
 
 def test_the_broken_copier_is_caught(kafka_broker):
