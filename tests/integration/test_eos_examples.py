@@ -30,18 +30,23 @@ def topics(bootstrap: str) -> tuple[str, str]:
     return src, dst
 
 
-@pytest.mark.parametrize("scenario", ["lost_produce_ack", "lost_end_txn_response", "coordinator_loading"])
+@pytest.mark.parametrize("scenario", ["lost_produce_ack", "lost_end_txn_response", "coordinator_loading",
+                                      "slow_list_offsets"])
 def test_the_copier_stays_exactly_once_under(broker_factory, scenario):
     """The broker runs its invariant monitor too: no scenario may make it break one."""
     kafka_broker = broker_factory(invariants=True)
     src, dst = topics(kafka_broker.bootstrap)
     txn_id = uniq("copier")
-    aim = {"topic": dst} if scenario == "lost_produce_ack" else {"transactional_id": txn_id}
+    aim = {"topic": dst} if scenario == "lost_produce_ack" else {} if scenario == "slow_list_offsets" else {
+        "transactional_id": txn_id}
     rules = kafka_broker.faults.scenario(scenario, count=2, **aim)
-    # half the input, stopped as if killed; then a new run of the same transactional id finishes it
+    # half the input, stopped as if killed; then a new run of the same transactional id finishes it;
+    # late offset answers (slow_list_offsets: 2 s each) must not pass for the end of the input
+    idle = 6 if scenario == "slow_list_offsets" else 2
     eos_copier.copy(kafka_broker.bootstrap, src, dst, "copier", txn_id, stop_after=2,
-                    client_config={"socket.timeout.ms": 3000}, idle_polls=2)
-    eos_copier.copy(kafka_broker.bootstrap, src, dst, "copier", txn_id, client_config={"socket.timeout.ms": 3000}, idle_polls=2)
+                    client_config={"socket.timeout.ms": 3000}, idle_polls=idle)
+    eos_copier.copy(kafka_broker.bootstrap, src, dst, "copier", txn_id, client_config={"socket.timeout.ms": 3000},
+                    idle_polls=idle)
     fired = {r["id"]: r["fired"] for r in kafka_broker.faults.list()}
     assert sum(fired[r["id"]] for r in rules) >= 1, f"{scenario} never struck: {kafka_broker.faults.list()}"
     report = assert_exactly_once(kafka_broker.bootstrap, src, dst, key_by="value")
@@ -62,3 +67,4 @@ def test_the_broken_copier_is_caught(kafka_broker):
     dups = [f for f in report.findings if f.kind == "duplicated"]
     assert dups and all(len(f.records) == 2 for f in dups)
     assert {r.get("transactional_id") for f in dups for r in f.records} == {txn_id}
+
