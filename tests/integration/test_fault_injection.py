@@ -278,3 +278,19 @@ def test_a_rebalance_during_the_transaction_aborts_it(kafka_broker):
         assert c.committed([TopicPartition(src, 0)], timeout=10)[0].offset == 5
     finally:
         c.close()
+
+
+def test_concurrent_transactions_are_retried_by_the_client(kafka_broker):
+    """concurrent_transactions: CONCURRENT_TRANSACTIONS, as while a previous transaction's markers
+    are being written; librdkafka backs off and retries InitProducerId and AddPartitionsToTxn."""
+    topic, txn_id = uniq("fault-concurrent"), uniq("t")
+    create_topic(kafka_broker.bootstrap, topic)
+    rules = kafka_broker.faults.scenario("concurrent_transactions", transactional_id=txn_id, count=2)
+    p = txn_producer(kafka_broker.bootstrap, txn_id)
+    p.begin_transaction()
+    p.produce(topic, b"after the retries")
+    p.commit_transaction(30)
+    fired = {r["id"]: r["fired"] for r in kafka_broker.faults.list()}
+    assert {r["api"]: fired[r["id"]] for r in rules if r["api"] != "AddOffsetsToTxn"} == {
+        "InitProducerId": 2, "AddPartitionsToTxn": 2}
+    assert committed(kafka_broker.bootstrap, topic) == [b"after the retries"]

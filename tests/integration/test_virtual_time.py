@@ -22,6 +22,7 @@ def raw(bootstrap: str) -> RawClient:
     return RawClient(host, int(port))
 
 
+@pytest.mark.minikafka_in_process
 def test_a_15_minute_transaction_timeout_fires_when_the_clock_is_advanced(kafka_broker):
     """transaction.timeout.ms = 15 min: paused, nothing happens however long the test waits;
     advanced by 15 min, the coordinator has aborted the transaction and fenced the producer by the
