@@ -12,6 +12,7 @@ saw (from its first record on a partition to the marker that ends it there), ind
 |                    | that transaction as aborted (the client would deliver it)                         |
 | missing_marker     | a partition still holding a transaction its coordinator no longer has open        |
 |                    | (it completed without a marker there: a hanging transaction)                      |
+| txn_offset_visible | an OffsetFetch answer holding a group offset that a transaction still open wrote  |
 
 Violations are counted and reported (the broker logs each one: `invariant_violated`); the control
 endpoint's GET /invariants lists the counts and the latest ones. What happened before the monitor
@@ -28,7 +29,9 @@ from typing import Any
 from minikafka.protocol.records import HEADER_SIZE, BatchHeader, peek_size, read_header
 
 SEQUENCE_GAP, ABOVE_LSO, ABORTED_VISIBLE, MISSING_MARKER = "sequence_gap", "above_lso", "aborted_visible", "missing_marker"
-KINDS = (SEQUENCE_GAP, ABOVE_LSO, ABORTED_VISIBLE, MISSING_MARKER)
+TXN_OFFSET_VISIBLE = "txn_offset_visible"
+KINDS = (SEQUENCE_GAP, ABOVE_LSO, ABORTED_VISIBLE, MISSING_MARKER, TXN_OFFSET_VISIBLE)
+OFFSETS_TOPIC = "__consumer_offsets"
 _SEQ_MASK = 0x7FFFFFFF
 
 
@@ -59,6 +62,8 @@ class InvariantMonitor:
         self._open: dict[tuple[TP, int], int] = {}  # (tp, pid) -> first offset of its open transaction
         self._aborted: dict[TP, list[tuple[int, int, int]]] = {}  # tp -> (pid, first offset, marker offset)
         self._suspect: set[tuple[TP, int, int]] = set()  # open (tp, pid, first) seen unknown to the coordinator once
+        self._pending_offsets: dict[int, dict[tuple[str, TP], int]] = {}  # pid -> (group, tp) -> offset
+        self._group_offsets: dict[tuple[str, TP], int] = {}  # (group, tp) -> last offset made visible
 
     # ------------------------------------------------------------------------------ appends
     def appended(self, tp: TP, h: BatchHeader) -> None:
@@ -83,6 +88,32 @@ class InvariantMonitor:
         first = self._open.pop((tp, producer_id), None)
         if first is not None and not commit:
             self._aborted.setdefault(tp, []).append((producer_id, first, offset))
+        if tp[0] == OFFSETS_TOPIC:
+            # The transaction's outcome is one for all its offsets, whichever offsets partition
+            # the marker is on first.
+            pending = self._pending_offsets.pop(producer_id, None)
+            if pending and commit:
+                self._group_offsets.update(pending)
+
+    # ------------------------------------------------------------------------------ group offsets
+    def offset_committed(self, group: str, tp: TP, offset: int) -> None:
+        """A plain OffsetCommit: visible at once."""
+        self._group_offsets[(group, tp)] = offset
+
+    def txn_offset_written(self, group: str, producer_id: int, tp: TP, offset: int) -> None:
+        """A TxnOffsetCommit of an open transaction: invisible until its COMMIT marker."""
+        self._pending_offsets.setdefault(producer_id, {})[(group, tp)] = offset
+
+    def offset_served(self, group: str, tp: TP, offset: int) -> None:
+        """An OffsetFetch answer's offset for one partition of a group."""
+        self.checked["offset_fetch"] += 1
+        if offset < 0 or self._group_offsets.get((group, tp)) == offset:
+            return
+        for pid, pending in self._pending_offsets.items():
+            if pending.get((group, tp)) == offset:
+                self._violate(TXN_OFFSET_VISIBLE, tp, pid, offset,
+                              f"group {group}: offset {offset}, written by an open transaction, served")
+                return
 
     # ------------------------------------------------------------------------------ reads
     def served_read_committed(self, tp: TP, data: bytes | memoryview, aborted: Iterable[tuple[int, int]],

@@ -43,6 +43,10 @@ class OffsetCommitHandler:
             codes.update(await self.groups.commit_offsets(
                 req.group_id, req.member_id, req.group_instance_id, req.generation_id_or_member_epoch,
                 wanted, self.svc.clock.now_ms(), api_version=ctx.api_version))
+            if self.svc.invariants is not None:
+                for tp, entry in wanted.items():
+                    if codes.get(tp) is ErrorCode.none:
+                        self.svc.invariants.offset_committed(req.group_id, (tp.topic, tp.partition), entry.offset)
         return messages.OffsetCommitResponse(throttle_time=ZERO_MS, topics=tuple(
             messages.OffsetCommitResponseTopic(name=t.name, partitions=tuple(
                 messages.OffsetCommitResponsePartition(partition_index=p.partition_index,

@@ -45,6 +45,10 @@ class OffsetFetchHandler:
         wanted = None if g.topics is None else [
             TopicPartition(t.name, p) for t in g.topics for p in t.partition_indexes]
         fetched = self.groups.fetch_offsets(g.group_id, wanted, require_stable)
+        if self.svc.invariants is not None:
+            for f in fetched:
+                if f.error is ErrorCode.none:
+                    self.svc.invariants.offset_served(g.group_id, (f.tp.topic, f.tp.partition), f.offset)
         by_topic: dict[str, list[messages.OffsetFetchResponsePartition]] = {}
         for f in fetched:
             by_topic.setdefault(f.tp.topic, []).append(messages.OffsetFetchResponsePartition(

@@ -60,6 +60,11 @@ class TxnOffsetCommitHandler:
                 member_id=req.member_id, group_instance_id=req.group_instance_id, generation_id=req.generation_id,
                 offsets=wanted, now_ms=self.svc.clock.now_ms(), api_version=ctx.api_version))
             self.svc.faults.reach(faults.AFTER_TXN_OFFSET_COMMIT)
+            if self.svc.invariants is not None:
+                for tp, entry in wanted.items():
+                    if codes.get(tp) is ErrorCode.none:
+                        self.svc.invariants.txn_offset_written(req.group_id, req.producer_id,
+                                                               (tp.topic, tp.partition), entry.offset)
         return _answer(req, lambda tp: codes[tp])
 
     def error_response(self, req: Any, code: ErrorCode) -> messages.TxnOffsetCommitResponse:

@@ -68,3 +68,21 @@ def test_a_transaction_without_its_marker_is_reported_after_two_checks():
     m.check_open(lambda pid: False)
     assert m.violations["missing_marker"] == 1  # once
     assert m.describe()["recent"][0]["partition"] == 0
+
+
+def test_a_transactions_group_offsets_stay_invisible_until_its_commit_marker():
+    m = InvariantMonitor()
+    grp, tp = "copier", ("in", 0)
+    m.offset_committed(grp, tp, 10)
+    m.txn_offset_written(grp, 7, tp, 20)
+    m.offset_served(grp, tp, 10)  # the last committed one: right
+    assert m.violations["txn_offset_visible"] == 0
+    m.offset_served(grp, tp, 20)  # the open transaction's: wrong
+    assert m.violations["txn_offset_visible"] == 1
+    m.marker(("__consumer_offsets", 0), 7, commit=True, offset=5)
+    m.offset_served(grp, tp, 20)  # committed now
+    m.txn_offset_written(grp, 8, tp, 30)
+    m.marker(("__consumer_offsets", 0), 8, commit=False, offset=6)
+    m.offset_served(grp, tp, 20)  # the aborted 30 never became visible
+    assert m.violations["txn_offset_visible"] == 1
+    assert m.checked["offset_fetch"] == 4
