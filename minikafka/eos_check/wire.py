@@ -6,9 +6,9 @@ id (ListTransactions). It works against any Kafka broker, Apache Kafka's too.
 
 from __future__ import annotations
 
+import datetime
 import time
 from collections.abc import Iterator
-from typing import Any
 
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.list_offsets.v7.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
@@ -16,6 +16,7 @@ from kio.schema.list_transactions.v0.request import ListTransactionsRequest
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
+from minikafka.protocol.records import split_batches
 from minikafka.tool_client import ToolClient
 
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
@@ -69,7 +70,7 @@ class Wire(ToolClient):
             if time.monotonic() > deadline:
                 raise CheckError(f"{topic}-{partition}: read stopped at {offset} of {end}")
             answer = self.request(FetchRequest(
-                max_wait=i32Timedelta.parse(_ms(0)), min_bytes=i32(1), isolation_level=i8(isolation),
+                max_wait=i32Timedelta.parse(datetime.timedelta(0)), min_bytes=i32(1), isolation_level=i8(isolation),
                 topics=(FetchTopic(topic=topic, partitions=(FetchPartition(
                     partition=i32(partition), fetch_offset=i64(offset), partition_max_bytes=i32(8 << 20)),)),),
                 forgotten_topics_data=()), 12)
@@ -90,13 +91,5 @@ class Wire(ToolClient):
 
 
 def _next_offset(data: bytes, offset: int) -> int:
-    from minikafka.protocol.records import split_batches
-
     batches = split_batches(data)
     return batches[-1][1].next_offset if batches else offset
-
-
-def _ms(n: int) -> Any:
-    import datetime
-
-    return datetime.timedelta(milliseconds=n)

@@ -45,28 +45,15 @@ class CreateTopicsHandler:
                     or quota.admit(plan) else _err(t.name, ErrorCode.throttling_quota_exceeded,
                                                    THROTTLING_QUOTA_EXCEEDED_MESSAGE)
                     for t, plan in zip(req.topics, plans, strict=True)]
-        created = self._create_all(req.topics, admitted, req.validate_only)
-        results = [a if isinstance(a, messages.CreatableTopicResult) else self._answer(t, a)
-                   for t, a in zip(req.topics, created, strict=True)]
+        new = [NewTopic(t.name, plan, {c.name: c.value for c in t.configs})
+               for t, plan in zip(req.topics, admitted, strict=True) if isinstance(plan, int)]
+        # one step of the log manager for the whole request: it makes all of it durable at once
+        made = iter(self.svc.logs.create_topics(new, now_ms=self.svc.clock.now_ms(),
+                                                validate_only=req.validate_only))
+        results = [plan if isinstance(plan, messages.CreatableTopicResult) else self._answer(t, next(made),
+                                                                                             req.validate_only)
+                   for t, plan in zip(req.topics, admitted, strict=True)]
         return messages.CreateTopicsResponse(throttle_time=quota.throttle_time(), topics=tuple(results))
-
-    def _create_all(self, topics: Any, admitted: list[int | messages.CreatableTopicResult],
-                    validate_only: bool) -> list[TopicInfo | messages.CreatableTopicResult]:
-        """Every admitted topic created (validate_only: described) in one step of the log manager,
-        which makes the whole request durable at once; each topic's TopicInfo or error answer."""
-        todo = [(i, NewTopic(t.name, plan, {c.name: c.value for c in t.configs}))
-                for i, (t, plan) in enumerate(zip(topics, admitted, strict=True)) if isinstance(plan, int)]
-        made = self.svc.logs.create_topics([nt for _, nt in todo], now_ms=self.svc.clock.now_ms(),
-                                           validate_only=validate_only)
-        out: list[TopicInfo | messages.CreatableTopicResult] = list(admitted)  # type: ignore[arg-type]
-        for (i, nt), result in zip(todo, made, strict=True):
-            if isinstance(result, TopicError):
-                out[i] = _err(nt.name, result.error_code, str(result))
-                continue
-            if not validate_only:
-                self.svc.watch_new_partitions(nt.name)
-            out[i] = result
-        return out
 
     def _refusal(self, topics: Any, plans: list[int | messages.CreatableTopicResult]) -> str | None:
         """Kafka's controller limits on the whole request (controller_limits): the message every
@@ -113,8 +100,12 @@ class CreateTopicsHandler:
                         f"factor of {replication} cannot be reached because only 1 broker(s) are registered.")
         return partitions
 
-    def _answer(self, t: Any, info: TopicInfo) -> messages.CreatableTopicResult:
-        """A created (or, validate_only, described) topic's answer, with its configs."""
+    def _answer(self, t: Any, info: TopicInfo | TopicError, validate_only: bool) -> messages.CreatableTopicResult:
+        """A created (or, validate_only, described) topic's answer, with its configs, or its error."""
+        if isinstance(info, TopicError):
+            return _err(t.name, info.error_code, str(info))
+        if not validate_only:
+            self.svc.watch_new_partitions(t.name)
         configs = tuple(
             messages.CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only,
                                   config_source=e.config_source, is_sensitive=False)

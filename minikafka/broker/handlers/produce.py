@@ -84,14 +84,15 @@ class ProduceHandler:
             return _partition_error(tp.partition, error, plog.log_start_offset,
                                     "the partition is not part of the producer's ongoing transaction"
                                     if error is ErrorCode.invalid_txn_state else None)
-        end_before = plog.log_end_offset
+        monitor = self.svc.invariants
+        end_before = plog.log_end_offset if monitor is not None else 0
         try:
             result = plog.append(bytearray(records), now_ms=now_ms)
         except (CorruptRecord, InvalidRecord, StorageError) as exc:
             return _partition_error(tp.partition, _error_code_for(exc), plog.log_start_offset, str(exc),
                                     getattr(exc, "record_errors", ()))
-        if self.svc.invariants is not None and plog.log_end_offset > end_before:  # not a duplicate's answer
-            _watch(self.svc.invariants, tp, records, result.base_offset)
+        if monitor is not None and plog.log_end_offset > end_before:  # not a duplicate's answer
+            _watch(monitor, tp, records, result.base_offset)
         if transactional_id is not None:
             self.svc.faults.reach(faults.AFTER_TXN_PRODUCE)
         return messages.PartitionProduceResponse(
