@@ -21,16 +21,11 @@ import pytest
 from clients import create_topic, end_position, read_to_eof, uniq, wait_until
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from txnclients import close_quietly, txn_producer
 
 from minikafka.testing import free_port
 
 pytestmark = pytest.mark.integration
-
-
-def txn_producer(bootstrap: str, txn_id: str, **conf) -> Producer:
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, "linger.ms": 5, **conf})
-    p.init_transactions(30)
-    return p
 
 
 def committed(bootstrap: str, topic: str, partitions: int = 1) -> list[bytes | None]:
@@ -241,6 +236,7 @@ def test_a_fenced_producer_gets_a_fatal_error_and_a_new_instance_goes_on(kafka_b
     with pytest.raises(KafkaException) as exc:
         zombie.commit_transaction(30)
     assert exc.value.args[0].fatal(), exc.value.args[0]
+    close_quietly(zombie)
     refused = next(r for r in rules if r["api"] == "AddPartitionsToTxn")
     assert kafka_broker.faults.get(refused["id"])["fired"] >= 1
     assert kafka_broker.faults.clear() == 4

@@ -12,7 +12,7 @@ import time
 import uuid
 
 import pytest
-from clients import create_topic, watermarks
+from clients import create_topic, wait_until, watermarks
 from confluent_kafka import Producer, TopicPartition
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_reference]
@@ -105,8 +105,6 @@ def test_a_hanging_transaction_made_by_a_lost_marker_is_found_and_aborted(kafka_
     hanging = tool("find-hanging", "--topic", topic, "--max-transaction-timeout", "0")
     assert [(r["Topic"], r["Partition"], r["StartOffset"]) for r in hanging] == [(topic, "1", "0")]
     tool("abort", "--topic", topic, "--partition", "1", "--start-offset", "0")
-    deadline = time.monotonic() + 30
-    while watermarks(kafka_broker.bootstrap, TopicPartition(topic, 1)) != (2, 2):
-        assert time.monotonic() < deadline, watermarks(kafka_broker.bootstrap, TopicPartition(topic, 1))
-        time.sleep(0.1)
+    wait_until(lambda: watermarks(kafka_broker.bootstrap, TopicPartition(topic, 1)) == (2, 2), 30,
+               "the LSO past the aborted transaction")
     assert tool("find-hanging", "--topic", topic, "--max-transaction-timeout", "0") == []

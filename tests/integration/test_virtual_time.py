@@ -13,6 +13,7 @@ import pytest
 from clients import create_topic, end_position, read_to_eof, uniq, wait_until
 from confluent_kafka import Consumer, KafkaException, Producer
 from rawclient import RawClient, describe_producers, describe_transaction
+from txnclients import txn_producer
 
 pytestmark = pytest.mark.integration
 
@@ -30,9 +31,7 @@ def test_a_15_minute_transaction_timeout_fires_when_the_clock_is_advanced(kafka_
     started = time.monotonic()
     topic, txn_id = uniq("vt-timeout"), uniq("t")
     create_topic(kafka_broker.bootstrap, topic)
-    p = Producer({"bootstrap.servers": kafka_broker.bootstrap, "transactional.id": txn_id,
-                  "transaction.timeout.ms": 15 * 60 * 1000, "linger.ms": 5})
-    p.init_transactions(30)
+    p = txn_producer(kafka_broker.bootstrap, txn_id, **{"transaction.timeout.ms": 15 * 60 * 1000})
     p.begin_transaction()
     p.produce(topic, b"never committed")
     assert p.flush(10) == 0
@@ -62,8 +61,7 @@ def test_ids_and_producers_expire_when_days_pass(kafka_broker):
     """transactional.id.expiration.ms (7 days) and producer.id.expiration.ms (1 day)."""
     topic, txn_id = uniq("vt-expiry"), uniq("t")
     create_topic(kafka_broker.bootstrap, topic, config={"retention.ms": "-1"})  # 8 days would delete it
-    p = Producer({"bootstrap.servers": kafka_broker.bootstrap, "transactional.id": txn_id})
-    p.init_transactions(30)
+    p = txn_producer(kafka_broker.bootstrap, txn_id)
     p.begin_transaction()
     p.produce(topic, b"kept")
     p.commit_transaction(30)
