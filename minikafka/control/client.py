@@ -29,9 +29,6 @@ class FaultsClient:
         """Add one rule; returns it as the broker lists it (with its id). ValueError: refused."""
         return self._call("POST", "/faults", {"action": action, **fields})["rules"][0]
 
-    def add_all(self, rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return self._call("POST", "/faults", rules)["rules"]
-
     def scenario(self, name: str, **params: Any) -> list[dict[str, Any]]:
         return self._call("POST", "/faults", {"scenario": name, **params})["rules"]
 
@@ -49,9 +46,6 @@ class FaultsClient:
 
     def clear(self) -> int:
         return self._call("DELETE", "/faults")["cleared"]
-
-    def scenarios(self) -> list[dict[str, str]]:
-        return self._call("GET", "/scenarios")["scenarios"]
 
     def invariants(self) -> dict[str, Any]:
         """The invariant monitor's report: {"violations": {kind: n}, "checked", "recent"} (a broker
@@ -81,9 +75,6 @@ class ClockClient:
 
     def advance(self, seconds: float) -> dict[str, Any]:
         return self._post({"advance_ms": round(seconds * 1000)})
-
-    def now_ms(self) -> int:
-        return int(call(self.host, self.port, "GET", "/clock", None, self.timeout)["now_ms"])
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         return call(self.host, self.port, "POST", "/clock", body, self.timeout)
