@@ -136,14 +136,16 @@ def test_stalled_markers_hold_the_last_stable_offset(kafka_broker):
     assert committed(kafka_broker.bootstrap, topic) == [b"held"]
 
 
-def test_failing_transaction_log_and_coordinator_errors_are_retried(kafka_broker):
-    """fail_txn_log_append: the coordinator cannot persist; coordinator_loading: it answers
-    COORDINATOR_LOAD_IN_PROGRESS. The producer retries through both and commits once."""
+@pytest.mark.parametrize("coordinator_error", ["coordinator_loading", "not_coordinator"])
+def test_failing_transaction_log_and_coordinator_errors_are_retried(kafka_broker, coordinator_error):
+    """fail_txn_log_append: the coordinator cannot persist; coordinator_loading / not_coordinator:
+    it answers COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR (the client backs off, or looks the
+    coordinator up again). The producer retries through both and commits once."""
     topic = uniq("fault-txnlog")
     create_topic(kafka_broker.bootstrap, topic)
     txn_id = uniq("t")
     failing = kafka_broker.faults.scenario("txn_log_unavailable", count=2)[0]
-    loading = kafka_broker.faults.scenario("coordinator_loading", transactional_id=txn_id, count=1)
+    loading = kafka_broker.faults.scenario(coordinator_error, transactional_id=txn_id, count=1)
     assert {r["api"] for r in loading} == {"InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn",
                                           "TxnOffsetCommit"}
     p = txn_producer(kafka_broker.bootstrap, txn_id)

@@ -10,12 +10,13 @@ from __future__ import annotations
 import time
 
 import pytest
-from clients import create_topic, end_position, read_to_eof, uniq, wait_until
+from clients import create_topic, read_to_eof, uniq, wait_until
 from confluent_kafka import Consumer, KafkaException, Producer
-from rawclient import RawClient, describe_producers, describe_transaction
+from rawclient import RawClient, describe_producers, describe_transaction, latest
 from txnclients import txn_producer
 
 pytestmark = pytest.mark.integration
+READ_COMMITTED = 1  # ListOffsets isolation level
 
 
 def raw(bootstrap: str) -> RawClient:
@@ -41,16 +42,16 @@ def test_a_15_minute_transaction_timeout_fires_when_the_clock_is_advanced(kafka_
     try:
         before = describe_transaction(c, txn_id)
         assert before.transaction_state == "Ongoing"
-        assert end_position(kafka_broker.bootstrap, topic, 0, "read_committed") == 0  # the LSO waits
+        assert latest(c, topic, 0, READ_COMMITTED) == 0  # the LSO waits (a consumer's end, read_committed)
         clock.advance(15 * 60 - 1)
         assert describe_transaction(c, txn_id).transaction_state == "Ongoing"  # 1 s short of it
         clock.advance(2)
         after = describe_transaction(c, txn_id)
         assert after.transaction_state == "CompleteAbort", after
         assert (after.producer_id, after.producer_epoch) != (before.producer_id, before.producer_epoch)
+        assert latest(c, topic, 0, READ_COMMITTED) == 2  # past the record and the ABORT marker
     finally:
         c.close()
-    assert end_position(kafka_broker.bootstrap, topic, 0, "read_committed") == 2  # record + ABORT marker
     assert read_to_eof(kafka_broker.bootstrap, [(topic, 0)], "read_committed") == []
     with pytest.raises(KafkaException):
         p.commit_transaction(10)  # the producer learns it was fenced by the timeout
