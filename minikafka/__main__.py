@@ -36,6 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("inspect", help="transactions, last stable offsets, aborted ranges (minikafka inspect --help)",
                    add_help=False)
     sub.add_parser("pipeline", help="the Spark order pipeline (minikafka pipeline --help)", add_help=False)
+    sub.add_parser("certs", help="throw-away TLS certificates for tests: a CA, the broker's, clients' "
+                   "(minikafka certs --help)", add_help=False)
     sub.add_parser("check-eos", help="is an output topic an exactly-once copy of an input topic? "
                    "(minikafka check-eos --help)", add_help=False)
     return p
@@ -53,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         check_parser = argparse.ArgumentParser(prog="minikafka check-eos", description=check_eos.DESCRIPTION)
         check_eos.add_arguments(check_parser)
         return check_eos.run(check_parser.parse_args(argv[1:]))
+    if argv[:1] == ["certs"]:
+        return _certs(argv[1:])
     if argv[:1] == ["inspect"]:
         from minikafka import inspect
 
@@ -64,6 +68,32 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         return _serve(args)
     parser.print_help()  # `minikafka` alone: what it can do
+    return 0
+
+
+def _certs(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="minikafka certs", description=(
+        "Make a throw-away CA, a broker certificate and client certificates (PEM) for tests and local "
+        "TLS, and print the broker settings that use them. Keys are written unencrypted: not for production."))
+    p.add_argument("--out", default="./certs", help="directory for the PEM files (default ./certs)")
+    p.add_argument("--host", action="append", default=None, metavar="NAME",
+                   help="a host name or address the broker certificate is valid for (repeatable; "
+                        "default localhost and 127.0.0.1)")
+    p.add_argument("--client", action="append", default=None, metavar="NAME",
+                   help="make a client certificate with this common name (repeatable; default: client)")
+    p.add_argument("--days", type=int, default=30, help="validity in days (default 30)")
+    args = p.parse_args(argv)
+    from minikafka.security.certs import make_certs
+
+    files = make_certs(args.out, hosts=args.host or ("localhost", "127.0.0.1"), clients=args.client or ("client",),
+                       days=args.days)
+    print(f"# CA (clients' ssl.ca.location): {files.ca}")
+    for name, (cert, key) in files.clients.items():
+        print(f"# client {name}: ssl.certificate.location={cert} ssl.key.location={key}")
+    print("# broker settings (server.properties) for an SSL listener asking for client certificates:")
+    print("listeners=PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093")
+    for k, v in files.broker_properties(client_auth="required").items():
+        print(f"{k}={v}")
     return 0
 
 
@@ -100,7 +130,12 @@ def _serve(args: argparse.Namespace) -> int:
             return 2
         control = (args.control_host, args.control_port)
     try:
-        uvloop.run(Broker(config, control=control, check_invariants=args.check_invariants).run())
+        broker = Broker(config, control=control, check_invariants=args.check_invariants)
+    except ConfigError as exc:  # a listener's TLS or SASL settings
+        print(f"minikafka: configuration error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        uvloop.run(broker.run())
     except StartupError as exc:  # a data directory that cannot be used: one line, no traceback
         print(f"minikafka: {exc}", file=sys.stderr)
         return 1

@@ -316,7 +316,8 @@ class BrokerConfig:
         values: dict[str, Any] = {p.name: p.default for p in PROPS}
         ignored: dict[str, str] = {}
         for key, raw in props.items():
-            if key in IGNORED:
+            if key in IGNORED or key.startswith("listener.name."):
+                # listener.name.<listener>.<config>: a listener's own security settings (security/)
                 ignored[key] = raw
                 continue
             prop = PROPS_BY_NAME.get(key)
@@ -337,12 +338,14 @@ class BrokerConfig:
         if values["broker.id"] >= 0 and "node.id" not in props:
             values["node.id"] = values["broker.id"]
 
-        listener = next(iter(filter(None, values["listeners"].split(","))))
-        _, l_host, l_port = _parse_listener(listener.strip())
+        listeners = [p.strip() for p in values["listeners"].split(",") if p.strip()]
+        l_name, l_host, l_port = _parse_listener(listeners[0])
         bind_host = host if host is not None else l_host
         bind_port = port if port is not None else l_port
         if host is not None or port is not None:
-            values["listeners"] = f"PLAINTEXT://{bind_host}:{bind_port}"
+            # --host/--port give the first listener's address; the others stay as configured.
+            shown = f"[{bind_host}]" if ":" in bind_host else bind_host
+            values["listeners"] = ",".join([f"{l_name}://{shown}:{bind_port}", *listeners[1:]])
         if values["advertised.listeners"]:
             first = next(iter(filter(None, values["advertised.listeners"].split(","))))
             _, adv_host, adv_port = _parse_listener(first.strip())

@@ -31,7 +31,7 @@ from minikafka.broker.throttling import Throttler, quota_windows
 from minikafka.broker.txn_evidence import StoredDataPartitions
 from minikafka.broker_config import ignored_security_configs, with_dynamic
 from minikafka.clock import Clock, ControlledClock
-from minikafka.config import BrokerConfig
+from minikafka.config import BrokerConfig, ConfigError
 from minikafka.control.invariants import InvariantMonitor, Violation
 from minikafka.control.rules import FaultRules
 from minikafka.coordinator.group.offsets_log import TOPIC as OFFSETS_TOPIC
@@ -45,6 +45,7 @@ from minikafka.features import TRANSACTION_VERSION, Features
 from minikafka.protocol.types import TopicPartition
 from minikafka.quota.manager import ClientQuotas
 from minikafka.scram.credentials import ScramCredential
+from minikafka.security.settings import USED_PREFIXES, listener_securities
 from minikafka.storage.config_store import DynamicConfigStore
 from minikafka.storage.quota_store import CLIENT_QUOTAS_FILE, ClientQuotaStore
 from minikafka.storage.log_manager import LogManager
@@ -95,6 +96,12 @@ class Broker:
         per_broker, cluster_default = stored_broker_configs(broker_configs, config.node_id)
         config = with_dynamic(config, static_values, {**cluster_default, **per_broker})
         self.config = config
+        # The listeners' TLS and SASL settings are checked before anything on disk is touched.
+        try:
+            listeners = listener_securities(config["listeners"], config["advertised.listeners"], config.ignored,
+                                            lambda user, mechanism: self.services.scram_credential(user, mechanism))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         self.clock = clock or ControlledClock()  # the system's, until a test pauses or advances it
         # File descriptors: the soft limit goes up to the hard one; half of what is left after a
         # reserve serves segment files (opened on demand), the rest bounds the connections.
@@ -148,7 +155,7 @@ class Broker:
                 lambda tp, pid, commit: monitor.marker(tp, pid, commit, self.logs.logs[tp].log_end_offset - 1))
         self.registry = HandlerRegistry(default_handlers(self.services))
         self.services.served = self.registry.served
-        self.server = KafkaServer(self.registry, host=config.host, port=config.port,
+        self.server = KafkaServer(self.registry, listeners=listeners,
                                   max_frame_size=int(config["socket.request.max.bytes"]),
                                   idle_ms=int(config["connections.max.idle.ms"]),
                                   now_ms=self.clock.now_ms, monotonic_ms=self.clock.monotonic_ms,
@@ -207,12 +214,13 @@ class Broker:
             self._every(min(int(c["log.flush.scheduler.interval.ms"]), 1000), self._flush)
         log.info("broker_started", node_id=c.node_id, port=self.server.port, data_dir=str(c.data_dir),
                  cluster_id=self.logs.cluster_id, **self.fd_budget)
-        if c.ignored:
-            log.info("configs_ignored", names=sorted(c.ignored), why="Kafka configs with no meaning on one node")
+        ignored = sorted(n for n in c.ignored if not n.startswith(USED_PREFIXES))
+        if ignored:
+            log.info("configs_ignored", names=ignored, why="Kafka configs with no meaning on one node")
         insecure = ignored_security_configs(c)
         if insecure:
             log.warning("security_configs_ignored", names=insecure,
-                        why="minikafka serves PLAINTEXT without authentication or an authorizer")
+                        why="minikafka has no authorizer yet: every authenticated client may do everything")
 
     def _every(self, interval_ms: int, fn: Callable[[], Awaitable[None] | None]) -> None:
         lock = asyncio.Lock()  # one run of fn at a time: its own loop's, or one run_timers asked for

@@ -12,6 +12,10 @@ Theory of operation
   (broker/throttling.py decides; nothing is read or handled meanwhile).
 - Memory: a frame's bytes are read only once the request memory pool (queued.max.request.bytes)
   granted its size; the grant is returned when the request was handled or the connection closed.
+- Security: the connection's session (security/session.py) says whether a request may pass
+  before it is decoded (on a SASL listener, only the authentication sequence until it succeeds);
+  a failed authentication is answered after connection.failed.authentication.delay.ms, then the
+  connection closes. After a SaslHandshake v0 the client's tokens come as bare frames.
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ from minikafka.broker.fault_door import FaultDoor
 from minikafka.broker.request_memory import RequestMemoryPool
 from minikafka.broker.throttling import Throttler
 from minikafka.protocol.errors import FramingError
-from minikafka.protocol.framing import FrameDecoder
+from minikafka.protocol.framing import FrameDecoder, encode_frame
+from minikafka.security.sasl import SaslFailure
+from minikafka.security.session import Session
 
 log = structlog.get_logger("minikafka.broker")
 _conn_ids = itertools.count(1)
@@ -39,14 +45,17 @@ class Connection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  registry: HandlerRegistry, *, max_frame_size: int, now_ms: Callable[[], int],
                  monotonic_ms: Callable[[], int], memory: RequestMemoryPool | None = None,
-                 throttler: Throttler | None = None, faults: FaultDoor | None = None) -> None:
+                 throttler: Throttler | None = None, faults: FaultDoor | None = None,
+                 session: Session) -> None:
         self.reader = reader
+        self.session = session
         self.faults = faults
         self.throttler = throttler
         self.memory = memory
         self.writer = writer
         self.registry = registry
-        self.decoder = FrameDecoder(max_frame_size)
+        self.max_frame_size = max_frame_size
+        self.decoder = FrameDecoder(session.max_frame_size or max_frame_size)
         self.conn_id = next(_conn_ids)
         peer = writer.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
@@ -78,11 +87,23 @@ class Connection:
                 # The reserved frame is the first one completed; it is released once handled.
                 held, reserved = (reserved, 0) if frames and reserved else (0, reserved)
                 try:
+                    session = self.session
                     for frame in frames:
                         self.busy = True
                         try:
+                            if not session.passes_all and not self._admit(frame):
+                                return
+                            if session.raw_tokens:
+                                self._raw_sasl_token(frame)
+                                continue
                             answer = await dispatch(self.registry, frame, self.conn_id, self.peer,
-                                                    self._now_ms(), self.client, self.throttler, self.faults)
+                                                    self._now_ms(), self.client, self.throttler, self.faults,
+                                                    session)
+                            if session.failed:
+                                await self._fail_authentication(answer)
+                                return
+                            if not session.passes_all:
+                                self.decoder.max_frame_size = session.max_frame_size or self.max_frame_size
                             if answer.throttle_ms > 0:
                                 await self._throttle(answer)
                             elif answer.data is not None:
@@ -108,6 +129,42 @@ class Connection:
                 self.memory.release(reserved)
             self.decoder.release_buffer()
             self.close()
+
+    def _admit(self, frame: bytes) -> bool:
+        """The session's word on a request before it is decoded (False: close, as Kafka does for
+        a request out of the authentication sequence or on an expired session)."""
+        session = self.session
+        if session.raw_tokens:
+            return True
+        api_key = int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
+        if session.admit(api_key, self._now_ms()):
+            return True
+        log.warning("request_before_authentication" if not session.authenticated else "session_expired",
+                    conn_id=self.conn_id, peer=self.peer, listener=session.listener.name, api_key=api_key,
+                    state=session.state)
+        return False
+
+    def _raw_sasl_token(self, frame: bytes) -> None:
+        """SaslHandshake v0: a bare token in, a bare token out; a failure closes the connection."""
+        try:
+            answer = self.session.raw_token(frame)
+        except SaslFailure as exc:
+            log.info("authentication_failed", conn_id=self.conn_id, peer=self.peer,
+                     listener=self.session.listener.name, reason=exc.message)
+            raise CloseConnection(exc.message) from None
+        self.writer.write(encode_frame(answer))
+        if self.session.authenticated:
+            self.decoder.max_frame_size = self.max_frame_size
+
+    async def _fail_authentication(self, answer: Answer) -> None:
+        """Kafka holds the answer to a failed authentication back for a while (against password
+        guessing), sends it, then closes the connection."""
+        log.info("authentication_failed", conn_id=self.conn_id, peer=self.peer, listener=self.session.listener.name,
+                 mechanism=self.session.mechanism_name)
+        await asyncio.sleep(self.session.failed_delay_ms / 1000)
+        if answer.data is not None and not self.writer.is_closing():
+            self.writer.write(answer.data)
+            await self.writer.drain()
 
     async def _throttle(self, answer: Answer) -> None:
         """A quota was exceeded: the connection reads (and handles) nothing for the throttle time,

@@ -18,3 +18,5 @@ class RequestContext:
     # The body in the version the client sent, for the rare field the canonical (newest) shape
     # no longer has (Metadata v8-10's include_cluster_authorized_operations).
     sent: Any = None
+    # The connection's security session (security/session.py): its listener and principal.
+    session: Any = None

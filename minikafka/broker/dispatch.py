@@ -80,7 +80,7 @@ class Answer(NamedTuple):
 
 async def dispatch(registry: HandlerRegistry, frame: bytes, conn_id: int, peer: str,
                    now_ms: int, client: ClientInfo, throttler: Throttler | None = None,
-                   faults: FaultDoor | None = None) -> Answer:
+                   faults: FaultDoor | None = None, session: Any = None) -> Answer:
     """Decode, handle, encode one request. Raises CloseConnection when Kafka would close, or when
     a fault rule (control/rules.py) closes the connection."""
     try:
@@ -97,7 +97,7 @@ async def dispatch(registry: HandlerRegistry, frame: bytes, conn_id: int, peer: 
     client.saw_request(req.api_key, req.client_id, req.body)
     handler = registry[req.api_key]
     ctx = RequestContext(conn_id, peer, req.api_key, req.api_version, req.correlation_id,
-                         req.client_id, now_ms, req.body)
+                         req.client_id, now_ms, req.body, session)
     body = versions.upgrade(req.body)
     fault = None
     if faults is not None and faults.active:

@@ -1,10 +1,12 @@
-"""The TCP listener: accept connections, sweep idle ones, shut down gracefully."""
+"""The listeners: accept connections (over TLS on SSL and SASL_SSL listeners), give each its
+security session, sweep idle ones, shut down gracefully."""
 
 from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Sequence
 
 import structlog
 
@@ -13,12 +15,14 @@ from minikafka.broker.dispatch import HandlerRegistry
 from minikafka.broker.fault_door import FaultDoor
 from minikafka.broker.request_memory import RequestMemoryPool
 from minikafka.broker.throttling import Throttler
+from minikafka.security.principal import NoMatchingRule
+from minikafka.security.settings import ListenerSecurity
 
 log = structlog.get_logger("minikafka.broker")
 
 
 class KafkaServer:
-    def __init__(self, registry: HandlerRegistry, *, host: str, port: int, max_frame_size: int,
+    def __init__(self, registry: HandlerRegistry, *, listeners: Sequence[ListenerSecurity], max_frame_size: int,
                  idle_ms: int, now_ms: Callable[[], int], monotonic_ms: Callable[[], int],
                  memory: RequestMemoryPool | None = None, max_connections: int = 2**31 - 1,
                  max_connections_per_ip: int = 2**31 - 1, throttler: Throttler | None = None,
@@ -32,26 +36,37 @@ class KafkaServer:
         self._per_ip: collections.Counter[str] = collections.Counter()
         self.rejected = 0  # connections closed at accept because of a limit, since start
         self._rejecting: str | None = None  # the limit being hit now (one warning per episode)
-        self.host = host
-        self.port = port
+        self.listeners = tuple(listeners)  # once started: with the ports they were bound to
+        self.host = listeners[0].listener.host
+        self.port = listeners[0].listener.port
         self.max_frame_size = max_frame_size
         self.idle_ms = idle_ms
         self._now_ms = now_ms
         self._monotonic_ms = monotonic_ms
         self.connections: dict[Connection, asyncio.Task[None]] = {}
-        self._server: asyncio.base_events.Server | None = None
+        self._servers: list[asyncio.base_events.Server] = []
         self._sweeper: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._accept, self.host, self.port,
-                                                  reuse_address=True, backlog=512)
-        sock = self._server.sockets[0]
-        self.port = sock.getsockname()[1]
+        bound = []
+        for index, sec in enumerate(self.listeners):
+            lst = sec.listener
+            # A failed TLS handshake (a plaintext client, garbage) closes that socket only;
+            # asyncio reports it at debug level.
+            server = await asyncio.start_server(functools.partial(self._accept, index), lst.host, lst.port,
+                                                reuse_address=True, backlog=512, ssl=sec.ssl_context,
+                                                ssl_handshake_timeout=10.0 if sec.ssl_context else None)
+            self._servers.append(server)
+            bound.append(sec.bound(server.sockets[0].getsockname()[1]))
+            log.info("listening", listener=lst.name, security_protocol=lst.security_protocol, host=lst.host,
+                     port=bound[-1].listener.port)
+        self.listeners = tuple(bound)
+        self.port = bound[0].listener.port
         if self.idle_ms >= 0:
             self._sweeper = asyncio.create_task(self._sweep_idle())
-        log.info("listening", host=self.host, port=self.port)
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _accept(self, index: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sec = self.listeners[index]
         peer = writer.get_extra_info("peername")
         ip = peer[0] if isinstance(peer, tuple) else str(peer)
         limit = self._limit_hit(ip)
@@ -71,9 +86,19 @@ class KafkaServer:
         if self._rejecting is not None:
             log.info("connections_accepted_again", rejected=self.rejected)
             self._rejecting = None
+        certificate = None
+        if sec.ssl_context is not None:
+            ssl_object = writer.get_extra_info("ssl_object")
+            certificate = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+        try:
+            session = sec.new_session(certificate)
+        except NoMatchingRule as exc:  # ssl.principal.mapping.rules name no principal for it
+            log.warning("tls_principal_unmapped", listener=sec.listener.name, peer=f"{ip}", reason=str(exc))
+            writer.close()
+            return
         conn = Connection(reader, writer, self.registry, max_frame_size=self.max_frame_size,
                           now_ms=self._now_ms, monotonic_ms=self._monotonic_ms, memory=self.memory,
-                          throttler=self.throttler, faults=self.faults)
+                          throttler=self.throttler, faults=self.faults, session=session)
         task = asyncio.current_task()
         assert task is not None
         self.connections[conn] = task
@@ -116,8 +141,8 @@ class KafkaServer:
         """Stop accepting, let requests in hand finish, close every connection."""
         if self._sweeper is not None:
             self._sweeper.cancel()
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for conn in list(self.connections):
             conn.stop_reading()
         tasks = list(self.connections.values())
@@ -125,5 +150,5 @@ class KafkaServer:
             done, pending = await asyncio.wait(tasks, timeout=grace_s)
             for t in pending:
                 t.cancel()
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()

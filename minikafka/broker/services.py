@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from minikafka.broker.fetch_sessions import FetchSessionCache
 from minikafka.broker.purgatory import FetchPurgatory
@@ -60,6 +61,18 @@ class BrokerServices:
     @property
     def cluster_id(self) -> str:
         return self.logs.cluster_id
+
+    def advertised(self, session: Any) -> tuple[str, int]:
+        """The address this node advertises to a client: its listener's (a client on the SASL_SSL
+        listener is told the SASL_SSL address, as Kafka answers per listener)."""
+        if session is not None:
+            listener = session.listener
+            return listener.advertised_host, listener.advertised_port
+        return self.config.advertised_host, self.config.advertised_port
+
+    def scram_credential(self, user: str, mechanism: int) -> ScramCredential | None:
+        """The SCRAM mechanisms' view of the credentials (they change with AlterUserScramCredentials)."""
+        return self.scram.get((user, mechanism))
 
     def dynamic_broker_configs(self) -> tuple[dict[str, str], dict[str, str]]:
         """(this broker's dynamic configs, the cluster-wide defaults), as stored."""

@@ -35,6 +35,16 @@ class FrameDecoder:
         self._filled = 0
 
     @property
+    def max_frame_size(self) -> int:
+        return self._max_size
+
+    @max_frame_size.setter
+    def max_frame_size(self, size: int) -> None:
+        """The largest frame accepted from now on (a SASL listener reads small ones until the
+        client authenticated)."""
+        self._max_size = size
+
+    @property
     def pending_size(self) -> int:
         """Size of the frame whose size prefix has arrived but not all of its bytes, else -1."""
         return self._need

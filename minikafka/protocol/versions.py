@@ -45,6 +45,7 @@ SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
     14: VersionRange(0, 5),    # SyncGroup
     15: VersionRange(0, 6),    # DescribeGroups
     16: VersionRange(0, 5),    # ListGroups
+    17: VersionRange(0, 1),    # SaslHandshake (v0: bare tokens follow; v1: SaslAuthenticate, KIP-152)
     18: VersionRange(0, 4),    # ApiVersions
     19: VersionRange(2, 7),    # CreateTopics
     20: VersionRange(1, 6),    # DeleteTopics
@@ -62,6 +63,7 @@ SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
     32: VersionRange(1, 4),    # DescribeConfigs
     33: VersionRange(0, 2),    # AlterConfigs
     35: VersionRange(1, 5),    # DescribeLogDirs
+    36: VersionRange(0, 2),    # SaslAuthenticate (v1: session lifetime, KIP-368)
     37: VersionRange(0, 3),    # CreatePartitions
     42: VersionRange(0, 2),    # DeleteGroups
     43: VersionRange(0, 2),    # ElectLeaders

@@ -85,8 +85,16 @@ def test_control_never_imports_the_broker():
     assert _violations("minikafka.control", ("minikafka.broker", "minikafka.storage", "minikafka.coordinator")) == []
 
 
+def test_security_never_imports_the_broker():
+    """style.md: the security room is imported by the broker (the server, the connection and two
+    handlers), never the other way; it knows nothing of storage or the coordinators either."""
+    assert _violations("minikafka.security", ("minikafka.broker", "minikafka.storage", "minikafka.coordinator")) == []
+
+
 @pytest.mark.parametrize("pure", [
     "minikafka.protocol", "minikafka.storage", "minikafka.control",
+    "minikafka.security.listeners", "minikafka.security.principal", "minikafka.security.sasl",
+    "minikafka.security.session",
     "minikafka.eos_check.history", "minikafka.eos_check.verdict",
     "minikafka.coordinator.transaction.state", "minikafka.coordinator.transaction.decisions",
     "minikafka.coordinator.group.state", "minikafka.coordinator.group.decisions",
@@ -97,4 +105,4 @@ def test_pure_cores_stay_pure(pure):
 
 def test_every_module_was_read():
     assert "minikafka.broker.app" in MODULES and "minikafka.storage.partition_log" in MODULES
-    assert "minikafka.control.rules" in MODULES
+    assert "minikafka.control.rules" in MODULES and "minikafka.security.session" in MODULES

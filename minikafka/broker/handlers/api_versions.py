@@ -21,6 +21,8 @@ class ApiVersionsHandler:
     svc: BrokerServices
 
     async def __call__(self, ctx: RequestContext, req: Any) -> messages.ApiVersionsResponse:
+        if ctx.session is not None:
+            ctx.session.saw_api_versions()  # on a SASL listener, SaslHandshake comes next
         keys = tuple(
             messages.ApiVersion(api_key=k, min_version=r.min, max_version=r.max)
             for k, r in sorted(self.svc.served.items())

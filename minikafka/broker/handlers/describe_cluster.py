@@ -24,12 +24,12 @@ class DescribeClusterHandler:
             return messages.DescribeClusterResponse(throttle_time=ZERO_MS, error_code=ErrorCode.unsupported_endpoint_type,
                                            error_message="Only brokers can be described", cluster_id="",
                                            brokers=())
-        cfg = self.svc.config
+        host, port = self.svc.advertised(ctx.session)
         return messages.DescribeClusterResponse(
             throttle_time=ZERO_MS, error_code=ErrorCode.none, cluster_id=self.svc.cluster_id,
             controller_id=self.svc.node_id, endpoint_type=req.endpoint_type,
-            brokers=(messages.DescribeClusterBroker(broker_id=self.svc.node_id, host=cfg.advertised_host,
-                                           port=cfg.advertised_port, rack=None, is_fenced=False),),
+            brokers=(messages.DescribeClusterBroker(broker_id=self.svc.node_id, host=host,
+                                           port=port, rack=None, is_fenced=False),),
             cluster_authorized_operations=authorized_operations.answer(
                 bool(req.include_cluster_authorized_operations), authorized_operations.CLUSTER),
         )

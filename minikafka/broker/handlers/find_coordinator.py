@@ -45,12 +45,12 @@ class FindCoordinatorHandler:
                 code = ErrorCode.none
             except OSError:  # the internal topic could not be created (a full disk): try later
                 code = ErrorCode.coordinator_not_available
-        cfg = self.svc.config
+        host, port = self.svc.advertised(ctx.session)
         out = []
         for key in req.coordinator_keys:
             if code is ErrorCode.none:
-                out.append(messages.Coordinator(key=key, node_id=self.svc.node_id, host=cfg.advertised_host,
-                                       port=cfg.advertised_port, error_code=code, error_message=None))
+                out.append(messages.Coordinator(key=key, node_id=self.svc.node_id, host=host,
+                                       port=port, error_code=code, error_message=None))
             else:
                 out.append(messages.Coordinator(key=key, node_id=-1, host="", port=-1, error_code=code,
                                        error_message=code.name))

@@ -59,9 +59,8 @@ class MetadataHandler:
                     topics.append(_topic_error(name, ErrorCode.unknown_topic_or_partition))
                 else:
                     topics.append(self._topic(info, bool(req.include_topic_authorized_operations)))
-        cfg = self.svc.config
-        broker = messages.MetadataResponseBroker(node_id=self.svc.node_id, host=cfg.advertised_host,
-                                        port=cfg.advertised_port, rack=None)
+        host, port = self.svc.advertised(ctx.session)
+        broker = messages.MetadataResponseBroker(node_id=self.svc.node_id, host=host, port=port, rack=None)
         # v13's top-level error code (KIP-1102) is for REBOOTSTRAP_REQUIRED, which one node never asks.
         response = messages.MetadataResponse(throttle_time=ZERO_MS, brokers=(broker,), cluster_id=self.svc.cluster_id,
                                              controller_id=self.svc.node_id, topics=tuple(topics),

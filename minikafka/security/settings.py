@@ -1,0 +1,109 @@
+"""Each listener's security, from the broker's Kafka-named configs.
+
+A listener reads `listener.name.<name>.<config>` first and `<config>` after, as Kafka does; the
+JAAS config of a mechanism only from `listener.name.<name>.<mechanism>.sasl.jaas.config` (Kafka's
+broker requires the prefix too). Errors are raised as ValueError and stop the broker at start.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ssl
+from collections.abc import Callable, Mapping
+
+from minikafka.scram.credentials import ScramCredential
+from minikafka.security import tls
+from minikafka.security.listeners import Listener, parse_listeners
+from minikafka.security.principal import ANONYMOUS, KafkaPrincipal, NoMatchingRule, SslPrincipalMapper
+from minikafka.security.sasl.plain import plain_users
+from minikafka.security.session import SUPPORTED_MECHANISMS, SaslSettings, Session
+
+# The configs this room reads (the broker no longer calls them ignored).
+USED_PREFIXES = ("ssl.", "sasl.", "listener.name.", "listener.security.protocol.map",
+                 "connections.max.reauth.ms", "connection.failed.authentication.delay.ms")
+
+
+@dataclasses.dataclass(frozen=True)
+class ListenerSecurity:
+    listener: Listener
+    ssl_context: ssl.SSLContext | None = None
+    principal_mapper: SslPrincipalMapper = dataclasses.field(default_factory=SslPrincipalMapper)
+    sasl: SaslSettings | None = None
+
+    def bound(self, port: int) -> ListenerSecurity:
+        return dataclasses.replace(self, listener=self.listener.bound(port))
+
+    def new_session(self, peer_certificate: bytes | None = None) -> Session:
+        """A connection's session; `peer_certificate`: the client's certificate (DER) on a TLS
+        listener that asked for one. Raises NoMatchingRule when no mapping rule names it."""
+        principal = ANONYMOUS
+        if peer_certificate and self.sasl is None:
+            principal = KafkaPrincipal("User", self.principal_mapper.name(tls.subject_dn(peer_certificate)))
+        return Session(self.listener, principal, self.sasl)
+
+
+def _getter(raw: Mapping[str, str], listener: Listener) -> Callable[[str], str | None]:
+    prefix = listener.config_prefix
+
+    def get(name: str) -> str | None:
+        value = raw.get(prefix + name)
+        return value if value is not None else raw.get(name)
+    return get
+
+
+def _int(get: Callable[[str], str | None], name: str, default: int) -> int:
+    value = get(name)
+    try:
+        return default if value in (None, "") else int(value)  # type: ignore[arg-type]
+    except ValueError:
+        raise ValueError(f"Invalid value {value} for configuration {name}: Not a number of type INT") from None
+
+
+def listener_securities(listeners: str, advertised: str, raw: Mapping[str, str],
+                        scram_credential: Callable[[str, int], ScramCredential | None]) -> tuple[ListenerSecurity, ...]:
+    """Every listener with what it needs to accept connections."""
+    out = []
+    for listener in parse_listeners(listeners, advertised, raw.get("listener.security.protocol.map")):
+        get = _getter(raw, listener)
+        context = None
+        if listener.tls:
+            try:
+                context = tls.server_context(get)
+            except tls.TlsConfigError as exc:
+                raise ValueError(f"listener {listener.name}: {exc}") from None
+        try:
+            mapper = SslPrincipalMapper(get("ssl.principal.mapping.rules") or "DEFAULT")
+        except ValueError as exc:
+            raise ValueError(f"ssl.principal.mapping.rules: {exc}") from None
+        sasl = _sasl_settings(listener, get, raw, scram_credential) if listener.sasl else None
+        out.append(ListenerSecurity(listener, context, mapper, sasl))
+    return tuple(out)
+
+
+def _sasl_settings(listener: Listener, get: Callable[[str], str | None], raw: Mapping[str, str],
+                   scram_credential: Callable[[str, int], ScramCredential | None]) -> SaslSettings:
+    enabled = tuple(m.strip() for m in (get("sasl.enabled.mechanisms") or "GSSAPI").split(",") if m.strip())
+    unsupported = [m for m in enabled if m not in SUPPORTED_MECHANISMS]
+    if unsupported:
+        raise ValueError(f"listener {listener.name}: SASL mechanism {', '.join(unsupported)} is not supported by "
+                         f"minikafka (sasl.enabled.mechanisms may name {', '.join(SUPPORTED_MECHANISMS)})")
+    if not enabled:
+        raise ValueError(f"listener {listener.name}: sasl.enabled.mechanisms is empty")
+    users: dict[str, str] = {}
+    if "PLAIN" in enabled:
+        jaas_name = f"{listener.config_prefix}plain.sasl.jaas.config"
+        jaas = raw.get(jaas_name)
+        if not jaas:
+            raise ValueError(f"listener {listener.name}: SASL/PLAIN needs its users in {jaas_name} "
+                             '(PlainLoginModule required user_alice="alice-secret";)')
+        try:
+            users = plain_users(jaas)
+        except ValueError as exc:
+            raise ValueError(f"{jaas_name}: {exc}") from None
+    return SaslSettings(mechanisms=enabled, plain_users=users, scram_credential=scram_credential,
+                        reauth_ms=_int(get, "connections.max.reauth.ms", 0),
+                        failed_delay_ms=_int(get, "connection.failed.authentication.delay.ms", 100),
+                        max_receive_size=_int(get, "sasl.server.max.receive.size", 524288))
+
+
+__all__ = ["ListenerSecurity", "NoMatchingRule", "USED_PREFIXES", "listener_securities"]
