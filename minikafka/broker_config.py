@@ -152,10 +152,10 @@ def cluster_default_entries(cluster_default: Mapping[str, str]) -> list[ConfigEn
 
 _SECURITY_PREFIXES = ("ssl.", "sasl.", "security.", "authorizer.", "principal.", "super.users")
 # What minikafka/security reads: TLS and SASL on the listeners that ask for them.
-_SECURITY_HANDLED = ("ssl.", "sasl.")
+_SECURITY_HANDLED = ("ssl.", "sasl.", "authorizer.class.name", "super.users")
 
 
 def ignored_security_configs(config: BrokerConfig) -> list[str]:
-    """Security settings given to the broker that it ignores (no authorizer yet: ACLs are the
-    rest of issue 21), and a user who set them must be told."""
+    """Security settings given to the broker that it ignores (a custom principal builder, say),
+    and a user who set them must be told."""
     return sorted(n for n in config.ignored if n.startswith(_SECURITY_PREFIXES) and not n.startswith(_SECURITY_HANDLED))

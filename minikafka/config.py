@@ -234,6 +234,8 @@ _LEGACY_IGNORED: frozenset[str] = frozenset({
     "log.message.format.version", "inter.broker.protocol.version", "metric.reporters",
 })
 PROPS_BY_NAME: dict[str, Prop] = {p.name: p for p in PROPS}
+# The authorizer's own settings (Kafka hands them to StandardAuthorizer; not broker configs).
+AUTHORIZER_PROPS = frozenset({"super.users", "allow.everyone.if.no.acl.found"})
 IGNORED: frozenset[str] = _LEGACY_IGNORED | frozenset(n for n in KAFKA_BROKER_CONFIGS if n not in PROPS_BY_NAME)
 
 
@@ -316,7 +318,7 @@ class BrokerConfig:
         values: dict[str, Any] = {p.name: p.default for p in PROPS}
         ignored: dict[str, str] = {}
         for key, raw in props.items():
-            if key in IGNORED or key.startswith("listener.name."):
+            if key in IGNORED or key.startswith("listener.name.") or key in AUTHORIZER_PROPS:
                 # listener.name.<listener>.<config>: a listener's own security settings (security/)
                 ignored[key] = raw
                 continue

@@ -45,11 +45,15 @@ from minikafka.features import TRANSACTION_VERSION, Features
 from minikafka.protocol.types import TopicPartition
 from minikafka.quota.manager import ClientQuotas
 from minikafka.scram.credentials import ScramCredential
+from minikafka.security.acl_manager import AclManager, authorizer_enabled
+from minikafka.security.acl_store import AclStore
+from minikafka.security.authorizer import AuthorizerSettings
 from minikafka.security.settings import USED_PREFIXES, listener_securities
 from minikafka.storage.config_store import DynamicConfigStore
 from minikafka.storage.quota_store import CLIENT_QUOTAS_FILE, ClientQuotaStore
 from minikafka.storage.log_manager import LogManager
 from minikafka.storage.open_files import RESERVED_FDS, default_capacity, raise_fd_limit
+from minikafka.storage.errors import StartupError
 from minikafka.storage.scram_store import SCRAM_CREDENTIALS_FILE, ScramCredentialStore
 from minikafka.topic_config import parse_topic_config, segment_size_config, topic_defaults
 
@@ -100,6 +104,7 @@ class Broker:
         try:
             listeners = listener_securities(config["listeners"], config["advertised.listeners"], config.ignored,
                                             lambda user, mechanism: self.services.scram_credential(user, mechanism))
+            with_authorizer = authorizer_enabled(config.ignored.get("authorizer.class.name"))
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         self.clock = clock or ControlledClock()  # the system's, until a test pauses or advances it
@@ -153,6 +158,14 @@ class Broker:
             self.services.invariants = monitor
             self.services.marker_listeners.append(
                 lambda tp, pid, commit: monitor.marker(tp, pid, commit, self.logs.logs[tp].log_end_offset - 1))
+        if with_authorizer:
+            settings = AuthorizerSettings.parse(config.ignored.get("super.users"),
+                                                config.ignored.get("allow.everyone.if.no.acl.found"))
+            try:
+                self.services.acls = AclManager(AclStore(config.data_dir), settings)
+            except (ValueError, KeyError) as exc:  # a damaged ACL file: refuse to guess who may do what
+                raise StartupError(f"the ACL file in {config.data_dir} cannot be read ({exc}); restore it "
+                                   "or remove it and create the ACLs again") from None
         self.registry = HandlerRegistry(default_handlers(self.services))
         self.services.served = self.registry.served
         self.server = KafkaServer(self.registry, listeners=listeners,

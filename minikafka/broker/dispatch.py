@@ -120,7 +120,7 @@ async def dispatch(registry: HandlerRegistry, frame: bytes, conn_id: int, peer: 
     except Exception:
         log.exception("request_failed", conn_id=conn_id, api=req.api_key, api_version=req.api_version,
                       correlation_id=req.correlation_id, client_id=req.client_id)
-        response = _error_response(handler, body, ErrorCode.unknown_server_error)
+        response = error_response(handler, body, ErrorCode.unknown_server_error)
         if response is None:
             raise CloseConnection("handler failed and the API has no top-level error code") from None
     throttle_ms = 0
@@ -151,7 +151,7 @@ async def _fault_before(fault: Rule, handler: Handler, req: Any, body: Any) -> A
         await asyncio.sleep(fault.delay_ms / 1000)
     if fault.action == "error":
         assert fault.error_code is not None
-        response = _error_response(handler, body, fault.error_code)
+        response = error_response(handler, body, fault.error_code)
         if response is None:  # the API has no error code to answer with: the client sees a closed connection
             raise CloseConnection(f"fault rule {fault.id}: {versions.api_name(req.api_key)} has no error code")
         return Answer(_encode(req, response))
@@ -181,7 +181,9 @@ def _warn_unsupported(registry: HandlerRegistry, client: ClientInfo, exc: Unsupp
                 client_software_version=client.software_version)
 
 
-def _error_response(handler: Handler, body: Any, code: ErrorCode) -> Any | None:
+def error_response(handler: Handler, body: Any, code: ErrorCode) -> Any | None:
+    """The API's answer of `code` to the whole request (the handler's own error_response, or the
+    response with only its top-level error code set); None when the API has no error code."""
     make = getattr(handler, "error_response", None)
     if make is not None:
         return make(body, code)

@@ -22,6 +22,7 @@ from minikafka.protocol import versions
 from minikafka.protocol.types import TopicPartition
 from minikafka.quota.manager import ClientQuotas
 from minikafka.scram.credentials import ScramCredential
+from minikafka.security.acl_manager import AclManager
 from minikafka.storage.config_store import DynamicConfigStore
 from minikafka.storage.log_manager import LogManager, TopicError, TopicInfo
 from minikafka.storage.quota_store import ClientQuotaStore
@@ -51,6 +52,7 @@ class BrokerServices:
     scram: dict[tuple[str, int], ScramCredential] = field(default_factory=dict)  # SCRAM credentials (app.py)
     scram_store: ScramCredentialStore | None = None  # where they persist (set by app.py)
     invariants: InvariantMonitor | None = None  # the opt-in invariant monitor (--check-invariants)
+    acls: AclManager | None = None  # the authorizer's ACLs, when authorizer.class.name sets one (app.py)
     # Called after each transaction marker is written: (partition, producer id, committed).
     marker_listeners: list[Callable[[TopicPartition, int, bool], None]] = field(default_factory=list)
 

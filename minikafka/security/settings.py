@@ -20,7 +20,8 @@ from minikafka.security.session import SUPPORTED_MECHANISMS, SaslSettings, Sessi
 
 # The configs this room reads (the broker no longer calls them ignored).
 USED_PREFIXES = ("ssl.", "sasl.", "listener.name.", "listener.security.protocol.map",
-                 "connections.max.reauth.ms", "connection.failed.authentication.delay.ms")
+                 "connections.max.reauth.ms", "connection.failed.authentication.delay.ms",
+                 "authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -79,9 +79,10 @@ def test_values_are_checked_with_kafkas_types() -> None:
 
 def test_security_settings_that_are_ignored_are_named() -> None:
     cfg = BrokerConfig.build({"ssl.keystore.location": "/k.jks", "sasl.enabled.mechanisms": "PLAIN",
-                              "authorizer.class.name": "x", "num.io.threads": "4"})
-    # TLS and SASL settings are read by the listeners (minikafka/security); the authorizer is not there yet.
-    assert ignored_security_configs(cfg) == ["authorizer.class.name"]
+                              "authorizer.class.name": "x", "num.io.threads": "4",
+                              "principal.builder.class": "com.example.Builder"})
+    # TLS, SASL and the authorizer are read by minikafka/security; a custom principal builder is not.
+    assert ignored_security_configs(cfg) == ["principal.builder.class"]
 
 
 def test_the_value_in_force_is_the_highest_level_that_sets_it() -> None:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from minikafka.broker import topic_ids
+from minikafka.broker import authorization, topic_ids
 from minikafka.broker.context import RequestContext
 from minikafka.broker.dispatch import Handler
 from minikafka.broker.services import BrokerServices
@@ -121,7 +121,8 @@ def default_handlers(svc: BrokerServices) -> list[Handler]:
     """Every API this node serves. Tests that only derive the advertised versions pass svc=None.
     An API whose newer versions name topics by id is served through the topic-id door."""
     logs = getattr(svc, "logs", None)
-    return [topic_ids.door(key, LazyHandler(key, module, _builder(svc, cls, how)), logs)
+    acls = getattr(svc, "acls", None)
+    return [topic_ids.door(key, authorization.door(key, LazyHandler(key, module, _builder(svc, cls, how)), acls), logs)
             for key, module, cls, how in HANDLERS]
 
 
