@@ -30,6 +30,7 @@ from rawclient import RawClient
 from txnclients import QUIET, close_quietly
 
 from minikafka.protocol.errors import ErrorCode
+from minikafka.security.certs import make_certs
 
 from minikafka.testing import BrokerProcess, free_port  # noqa: I001
 
@@ -43,17 +44,25 @@ LITERAL, PREFIXED = ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED
 
 @pytest.fixture(scope="module")
 def authz(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    sasl = free_port()
+    sasl, mtls = free_port(), free_port()
+    certs = make_certs(tmp_path_factory.mktemp("authz-certs"), clients=("reporter",))
     overrides = {
-        "listeners": f"PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:{sasl}",
+        "listeners": f"PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:{sasl},SSL://127.0.0.1:{mtls}",
+        **certs.broker_properties("SSL", client_auth="required"),
+        # the certificate's subject is CN=reporter,O=minikafka: the rule makes the principal User:reporter
+        "listener.name.ssl.ssl.principal.mapping.rules": "RULE:^CN=([^,]*),.*$/$1/,DEFAULT",
         "sasl.enabled.mechanisms": "PLAIN",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": "User:admin",
     }
     broker = BrokerProcess(tmp_path_factory.mktemp("authz") / "data", overrides=overrides).start()
+    MTLS[:] = [mtls, certs]
     yield broker, sasl
     broker.stop()
+
+
+MTLS: list[Any] = []  # the SSL listener's port and the certificates (set by the fixture)
 
 
 def as_user(authz: Any, user: str) -> dict[str, Any]:
@@ -233,3 +242,15 @@ def test_deny_wins_over_a_prefixed_allow(authz: Any) -> None:
     alice = as_user(authz, "alice")
     assert produce_errors(alice, public, 2) == [None, None]
     assert produce_errors(alice, secret) == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+
+
+def test_a_client_certificate_is_a_principal_through_the_mapping_rules(authz: Any) -> None:
+    port, certs = MTLS
+    cert, key = certs.clients["reporter"]
+    conf = {"bootstrap.servers": f"127.0.0.1:{port}", "security.protocol": "SSL", "ssl.ca.location": str(certs.ca),
+            "ssl.certificate.location": str(cert), "ssl.key.location": str(key)}
+    mine, other = uniq("reports"), uniq("payroll")
+    create_topics(authz, mine, other)
+    allow(authz, acl(ResourceType.TOPIC, mine, "reporter", AclOperation.WRITE))
+    assert produce_errors(conf, mine, 2) == [None, None]
+    assert produce_errors(conf, other) == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
