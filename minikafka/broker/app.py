@@ -103,7 +103,8 @@ class Broker:
         # The listeners' TLS and SASL settings are checked before anything on disk is touched.
         try:
             listeners = listener_securities(config["listeners"], config["advertised.listeners"], config.ignored,
-                                            lambda user, mechanism: self.services.scram_credential(user, mechanism))
+                                            lambda user, mechanism: self.services.scram_credential(user, mechanism),
+                                            lambda: self.clock.now_ms())
             with_authorizer = authorizer_enabled(config.ignored.get("authorizer.class.name"))
         except ValueError as exc:
             raise ConfigError(str(exc)) from None

@@ -29,12 +29,13 @@ from minikafka.scram.credentials import ScramCredential
 from minikafka.security.listeners import Listener
 from minikafka.security.principal import ANONYMOUS, KafkaPrincipal
 from minikafka.security.sasl import SaslFailure, SaslMechanism, generic_failure_message
+from minikafka.security.sasl.oauthbearer import OAuthBearerServer, UnsecuredValidator
 from minikafka.security.sasl.plain import PlainServer
 from minikafka.security.sasl.scram import BY_NAME as SCRAM_MECHANISMS
 from minikafka.security.sasl.scram import ScramServer
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
-SUPPORTED_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS)
+SUPPORTED_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS, "OAUTHBEARER")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,10 +48,14 @@ class SaslSettings:
     reauth_ms: int = 0  # connections.max.reauth.ms
     failed_delay_ms: int = 100  # connection.failed.authentication.delay.ms
     max_receive_size: int = 524288  # sasl.server.max.receive.size
+    oauth_validator: UnsecuredValidator = dataclasses.field(default_factory=UnsecuredValidator)
+    now_ms: Callable[[], int] = lambda: 0  # the broker's clock (token expiry; virtual time in tests)
 
     def mechanism(self, name: str) -> SaslMechanism:
         if name == "PLAIN":
             return PlainServer(self.plain_users)
+        if name == "OAUTHBEARER":
+            return OAuthBearerServer(self.oauth_validator, self.now_ms)
         return ScramServer(name, self.scram_credential)
 
 
@@ -79,6 +84,7 @@ class Session:
         self._reauthenticating = False
         self._reauth_bad_mechanism: str | None = None
         self.expires_at_ms: int | None = None
+        self._credential_expiry: int | None = None
         # Every request passes without a look at it: the common case costs one attribute read.
         self.passes_all = self.state == "open"
 
@@ -181,10 +187,16 @@ class Session:
         if self.state == "failed":  # a re-authentication that changed the principal
             return AuthOutcome(ErrorCode.sasl_authentication_failed, self._changed_principal)
         lifetime = 0
-        if self.state == "open" and self._reauth_capable and self.sasl.reauth_ms > 0:
-            lifetime = self.sasl.reauth_ms
-            self.expires_at_ms = now_ms + lifetime
-            self._set_state("open")
+        if self.state == "open" and self._reauth_capable:
+            # Kafka's ReauthInfo: connections.max.reauth.ms, and no later than the credential
+            # (an OAUTHBEARER token) expires.
+            bounds = [b for b in (self.sasl.reauth_ms or None,
+                                  None if self._credential_expiry is None else max(1, self._credential_expiry - now_ms))
+                      if b is not None]
+            if bounds:
+                lifetime = min(bounds)
+                self.expires_at_ms = now_ms + lifetime
+                self._set_state("open")
         return AuthOutcome(ErrorCode.none, None, answer, lifetime)
 
     def raw_token(self, token: bytes) -> bytes:
@@ -207,6 +219,7 @@ class Session:
         assert mechanism is not None
         answer = mechanism.evaluate(token)
         if mechanism.complete:
+            self._credential_expiry = getattr(mechanism, "credential_expires_at_ms", None)
             principal = KafkaPrincipal("User", mechanism.authorization_id)
             self._mechanism = None
             if self._reauthenticating and principal != self.principal:

@@ -15,6 +15,8 @@ from minikafka.scram.credentials import ScramCredential
 from minikafka.security import tls
 from minikafka.security.listeners import Listener, parse_listeners
 from minikafka.security.principal import ANONYMOUS, KafkaPrincipal, NoMatchingRule, SslPrincipalMapper
+from minikafka.security.jaas import parse_jaas_options
+from minikafka.security.sasl.oauthbearer import UnsecuredValidator
 from minikafka.security.sasl.plain import plain_users
 from minikafka.security.session import SUPPORTED_MECHANISMS, SaslSettings, Session
 
@@ -61,7 +63,8 @@ def _int(get: Callable[[str], str | None], name: str, default: int) -> int:
 
 
 def listener_securities(listeners: str, advertised: str, raw: Mapping[str, str],
-                        scram_credential: Callable[[str, int], ScramCredential | None]) -> tuple[ListenerSecurity, ...]:
+                        scram_credential: Callable[[str, int], ScramCredential | None],
+                        now_ms: Callable[[], int] = lambda: 0) -> tuple[ListenerSecurity, ...]:
     """Every listener with what it needs to accept connections."""
     out = []
     for listener in parse_listeners(listeners, advertised, raw.get("listener.security.protocol.map")):
@@ -76,13 +79,14 @@ def listener_securities(listeners: str, advertised: str, raw: Mapping[str, str],
             mapper = SslPrincipalMapper(get("ssl.principal.mapping.rules") or "DEFAULT")
         except ValueError as exc:
             raise ValueError(f"ssl.principal.mapping.rules: {exc}") from None
-        sasl = _sasl_settings(listener, get, raw, scram_credential) if listener.sasl else None
+        sasl = _sasl_settings(listener, get, raw, scram_credential, now_ms) if listener.sasl else None
         out.append(ListenerSecurity(listener, context, mapper, sasl))
     return tuple(out)
 
 
 def _sasl_settings(listener: Listener, get: Callable[[str], str | None], raw: Mapping[str, str],
-                   scram_credential: Callable[[str, int], ScramCredential | None]) -> SaslSettings:
+                   scram_credential: Callable[[str, int], ScramCredential | None],
+                   now_ms: Callable[[], int]) -> SaslSettings:
     enabled = tuple(m.strip() for m in (get("sasl.enabled.mechanisms") or "GSSAPI").split(",") if m.strip())
     unsupported = [m for m in enabled if m not in SUPPORTED_MECHANISMS]
     if unsupported:
@@ -101,7 +105,25 @@ def _sasl_settings(listener: Listener, get: Callable[[str], str | None], raw: Ma
             users = plain_users(jaas)
         except ValueError as exc:
             raise ValueError(f"{jaas_name}: {exc}") from None
+    validator = UnsecuredValidator()
+    if "OAUTHBEARER" in enabled:
+        prefix = f"{listener.config_prefix}oauthbearer."
+        handler = raw.get(prefix + "sasl.server.callback.handler.class")
+        if handler:
+            raise ValueError(f"listener {listener.name}: {prefix}sasl.server.callback.handler.class={handler} is not "
+                             "supported by minikafka: OAUTHBEARER validates Kafka's unsecured tokens only (JWKS "
+                             "validation is not there yet)")
+        jaas_name = prefix + "sasl.jaas.config"
+        jaas = raw.get(jaas_name)
+        if not jaas:
+            raise ValueError(f"listener {listener.name}: SASL/OAUTHBEARER needs {jaas_name} "
+                             "(org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required ;)")
+        try:
+            validator = UnsecuredValidator.from_options(parse_jaas_options(jaas))
+        except ValueError as exc:
+            raise ValueError(f"{jaas_name}: {exc}") from None
     return SaslSettings(mechanisms=enabled, plain_users=users, scram_credential=scram_credential,
+                        oauth_validator=validator, now_ms=now_ms,
                         reauth_ms=_int(get, "connections.max.reauth.ms", 0),
                         failed_delay_ms=_int(get, "connection.failed.authentication.delay.ms", 100),
                         max_receive_size=_int(get, "sasl.server.max.receive.size", 524288))

@@ -11,6 +11,7 @@ keeps serving everyone else.
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import time
@@ -46,8 +47,11 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Any:
     overrides = {
         "listeners": f"PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:{sasl_ssl},SSL://127.0.0.1:{ssl_port},"
                      f"SASL_PLAINTEXT://127.0.0.1:{sasl_plain}",
-        "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN,OAUTHBEARER",
         "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
+        "listener.name.sasl_ssl.oauthbearer.sasl.jaas.config":
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+            'unsecuredValidatorRequiredScope="kafka";',
         "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
         "listener.name.sasl_plaintext.connections.max.reauth.ms": "1500",
@@ -290,3 +294,41 @@ def test_librdkafka_reauthenticates_and_keeps_producing(secured: Any) -> None:
     assert acked == list(range(i)) and i > 10 and errors == []
     (node,) = [b for b in stats[-1]["brokers"].values() if b["nodeid"] == 1]
     assert (node["connects"], node["disconnects"]) == (1, 0)
+
+
+def oauth_conf(ports: dict[str, int], certs: Any, **extra: Any) -> dict[str, Any]:
+    return {"bootstrap.servers": f"127.0.0.1:{ports['SASL_SSL']}", "security.protocol": "SASL_SSL",
+            "ssl.ca.location": str(certs.ca), "sasl.mechanism": "OAUTHBEARER", **extra}
+
+
+def test_oauthbearer_with_librdkafkas_unsecured_tokens(secured: Any) -> None:
+    broker, certs, ports = secured
+    topic = uniq("oauth")
+    create_topic(broker.bootstrap, topic)
+    conf = oauth_conf(ports, certs, **{"enable.sasl.oauthbearer.unsecure.jwt": True,
+                                       "sasl.oauthbearer.config": "principal=alice scope=kafka lifeSeconds=600"})
+    assert delivered(conf, topic, 2) == [(None, 0), (None, 1)]
+
+
+def _unsecured_jwt(claims: dict[str, Any]) -> str:
+    def b64(obj: Any) -> str:
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+    return f"{b64({'alg': 'none'})}.{b64(claims)}."
+
+
+@pytest.mark.parametrize("claims, status", [
+    ({"sub": "alice", "exp": time.time() - 60, "scope": "kafka"}, '{"status":"invalid_token"}'),  # expired
+    ({"sub": "alice", "exp": time.time() + 600, "scope": "other"},
+     '{"status":"insufficient_scope", "scope":"kafka"}'),
+])
+def test_an_expired_or_out_of_scope_token_is_refused_with_its_status(secured: Any, claims: dict[str, Any],
+                                                                     status: str) -> None:
+    broker, certs, ports = secured
+    topic = uniq("oauth-denied")
+    create_topic(broker.bootstrap, topic)
+    jwt = _unsecured_jwt(claims)
+    # the client is told the token lasts (librdkafka refuses to send one it knows has expired)
+    conf = oauth_conf(ports, certs, oauth_cb=lambda _config: (jwt, time.time() + 600, "alice"))
+    errors = auth_errors(conf, topic)
+    assert any("SASL authentication error" in e and status in e for e in errors), errors
+    assert end_position(broker.bootstrap, topic, 0, "read_uncommitted") == 0

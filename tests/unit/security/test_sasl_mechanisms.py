@@ -11,7 +11,8 @@ import pytest
 
 from minikafka.scram.credentials import credential_from_salted_password, salted_password
 from minikafka.security.sasl import SaslFailure
-from minikafka.security.sasl.plain import PlainServer, parse_jaas_options, plain_users
+from minikafka.security.jaas import parse_jaas_options
+from minikafka.security.sasl.plain import PlainServer, plain_users
 from minikafka.security.sasl.scram import ScramServer
 
 pytestmark = pytest.mark.unit
