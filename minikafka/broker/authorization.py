@@ -8,11 +8,11 @@ ListTransactions) leave out what it may not describe. Without an authorizer noth
 
 The checks (Kafka 4.x KafkaApis):
   Produce        WRITE TRANSACTIONAL_ID (transactional data), WRITE TOPIC
-  Fetch          READ TOPIC                       ListOffsets, OffsetForLeaderEpoch  DESCRIBE TOPIC
+  Fetch          READ TOPIC             ListOffsets, OffsetForLeaderEpoch, DescribeTopicPartitions  DESCRIBE TOPIC
   Metadata       DESCRIBE TOPIC, CREATE (CLUSTER or TOPIC) to auto-create
   OffsetCommit   READ GROUP, READ TOPIC           OffsetFetch  DESCRIBE GROUP, DESCRIBE TOPIC
-  Join/Sync/Heartbeat/LeaveGroup, ConsumerGroupHeartbeat  READ GROUP
-  DescribeGroups, ConsumerGroupDescribe  DESCRIBE GROUP      DeleteGroups  DELETE GROUP
+  Join/Sync/Heartbeat/LeaveGroup, Consumer/StreamsGroupHeartbeat  READ GROUP
+  DescribeGroups, Consumer/StreamsGroupDescribe  DESCRIBE GROUP      DeleteGroups  DELETE GROUP
   FindCoordinator  DESCRIBE GROUP / DESCRIBE TRANSACTIONAL_ID
   InitProducerId   WRITE TRANSACTIONAL_ID; idempotent: IDEMPOTENT_WRITE CLUSTER or WRITE on any topic
   AddPartitionsToTxn  WRITE TRANSACTIONAL_ID, WRITE TOPIC     EndTxn  WRITE TRANSACTIONAL_ID
@@ -25,7 +25,8 @@ The checks (Kafka 4.x KafkaApis):
   AlterPartitionReassignments  ALTER CLUSTER
   DescribeAcls, DescribeUserScramCredentials, DescribeLogDirs, ListPartitionReassignments  DESCRIBE CLUSTER
   DescribeConfigs / (Incremental)AlterConfigs  DESCRIBE_CONFIGS / ALTER_CONFIGS on each resource
-  DescribeClientQuotas / AlterClientQuotas  DESCRIBE_CONFIGS / ALTER_CONFIGS CLUSTER
+  DescribeClientQuotas, ListConfigResources / AlterClientQuotas  DESCRIBE_CONFIGS / ALTER_CONFIGS CLUSTER
+  ApiVersions, SaslHandshake, SaslAuthenticate, DescribeCluster: anyone
 """
 
 from __future__ import annotations
@@ -293,6 +294,19 @@ def _delete_records_denied(handler: Handler, req: Any, denied: tuple[Any, ...]) 
         for t in denied)
 
 
+def _leader_epoch_denied(handler: Handler, req: Any, denied: tuple[Any, ...]) -> tuple[Any, ...]:
+    topic_cls, part_cls = _nested(23, "topics"), _nested(23, "topics", "partitions")
+    return tuple(topic_cls(topic=t.topic, partitions=tuple(
+        part_cls(error_code=TOPIC_DENIED, partition=p.partition, leader_epoch=-1, end_offset=-1) for p in t.partitions))
+        for t in denied)
+
+
+def _topic_partitions_denied(handler: Handler, req: Any, denied: tuple[Any, ...]) -> tuple[Any, ...]:
+    cls = _nested(75, "topics")
+    return tuple(cls(error_code=TOPIC_DENIED, name=t.name, topic_id=ZERO_UUID, is_internal=False, partitions=(),
+                     topic_authorized_operations=-2147483648) for t in denied)
+
+
 def _create_topics_denied(handler: Handler, req: Any, denied: tuple[Any, ...]) -> tuple[Any, ...]:
     cls = _nested(19, "topics")
     return tuple(cls(name=t.name, topic_id=ZERO_UUID, error_code=TOPIC_DENIED,
@@ -517,6 +531,7 @@ POLICIES: dict[int, Policy] = {
     20: per_topic(Operation.DELETE, "topics", "responses", _delete_topics_denied, name=lambda t: t.name or ""),
     21: per_topic(Operation.DELETE, "topics", "topics", _delete_records_denied),
     22: needs(_init_producer_id),
+    23: per_topic(DESCRIBE, "topics", "topics", _leader_epoch_denied, name=lambda t: t.topic),
     24: _add_partitions_to_txn,
     25: needs(on_txn_id(WRITE), on_group(READ)),
     26: needs(on_txn_id(WRITE)),
@@ -545,4 +560,8 @@ POLICIES: dict[int, Policy] = {
     66: _filtered("transaction_states", lambda who, s: who.can(DESCRIBE, TXN_ID, s.transactional_id)),
     68: needs(on_group(READ)),
     69: needs(lambda who, req: None if all(who.can(DESCRIBE, GROUP, g) for g in req.group_ids) else GROUP_DENIED),
+    74: needs(on_cluster(Operation.DESCRIBE_CONFIGS)),
+    75: per_topic(DESCRIBE, "topics", "topics", _topic_partitions_denied),
+    88: needs(on_group(READ)),
+    89: needs(lambda who, req: None if all(who.can(DESCRIBE, GROUP, g) for g in req.group_ids) else GROUP_DENIED),
 }

@@ -20,6 +20,7 @@ from confluent_kafka.admin import (
     AclOperation,
     AclPermissionType,
     AdminClient,
+    ConfigResource,
     NewTopic,
     ResourcePatternType,
     ResourceType,
@@ -254,3 +255,19 @@ def test_a_client_certificate_is_a_principal_through_the_mapping_rules(authz: An
     allow(authz, acl(ResourceType.TOPIC, mine, "reporter", AclOperation.WRITE))
     assert produce_errors(conf, mine, 2) == [None, None]
     assert produce_errors(conf, other) == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+
+
+def test_admin_requests_are_checked_per_resource(authz: Any) -> None:
+    mine, theirs = uniq("cfg-mine"), uniq("cfg-theirs")
+    create_topics(authz, mine, theirs)
+    allow(authz, acl(ResourceType.TOPIC, mine, "bob", AclOperation.ALTER_CONFIGS),
+          acl(ResourceType.TOPIC, mine, "bob", AclOperation.DELETE))
+    bob = admin(authz, "bob")
+    got = future_errors(bob.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, mine),
+                                              ConfigResource(ConfigResource.Type.TOPIC, theirs)]))
+    codes = {r.name: (e.code() if e else None) for r, e in got.items()}
+    assert codes == {mine: None, theirs: KafkaError.TOPIC_AUTHORIZATION_FAILED}  # ALTER_CONFIGS implies DESCRIBE_CONFIGS
+    got = future_errors(bob.delete_topics([mine, theirs], operation_timeout=15))
+    assert {t: (e.code() if e else None) for t, e in got.items()} == {
+        mine: None, theirs: KafkaError.TOPIC_AUTHORIZATION_FAILED}
+    assert theirs in admin(authz).list_topics(timeout=15).topics  # untouched
