@@ -91,7 +91,8 @@ class Connection:
                     for frame in frames:
                         self.busy = True
                         try:
-                            if not session.passes_all and not self._admit(frame):
+                            gated = not session.passes_all  # authenticating, or a session that expires
+                            if gated and not self._admit(frame):
                                 return
                             if session.raw_tokens:
                                 self._raw_sasl_token(frame)
@@ -102,7 +103,7 @@ class Connection:
                             if session.failed:
                                 await self._fail_authentication(answer)
                                 return
-                            if not session.passes_all:
+                            if gated:  # authenticated now: frames up to socket.request.max.bytes again
                                 self.decoder.max_frame_size = session.max_frame_size or self.max_frame_size
                             if answer.throttle_ms > 0:
                                 await self._throttle(answer)
