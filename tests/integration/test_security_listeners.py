@@ -18,8 +18,8 @@ import time
 from typing import Any
 
 import pytest
-from clients import create_topic, end_position, read_to_eof, uniq
-from confluent_kafka import Producer
+from clients import create_topic, read_to_eof, uniq, watermarks
+from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
@@ -132,7 +132,23 @@ def test_scram_sha_512_over_sasl_ssl_carries_a_transactional_copy(secured: Any) 
                       **{k: v for k, v in reader.items() if k != "bootstrap.servers"})
     assert [r[4] for r in got] == [b"committed-%d" % i for i in range(10)]
     wait_stable(broker.bootstrap, [(topic, 0)])
-    assert end_position(broker.bootstrap, topic, 0, "read_uncommitted") == 13  # 11 records, 2 markers
+    assert watermarks(broker.bootstrap, TopicPartition(topic, 0))[1] == 13  # 11 records, 2 markers
+
+
+def test_after_authentication_frames_are_no_longer_held_to_the_sasl_token_limit(secured: Any) -> None:
+    """sasl.server.max.receive.size (512 KiB) bounds frames only until the client authenticated: a
+    1 MiB batch over SASL_SSL afterwards is written (it once closed the connection)."""
+    broker, certs, ports = secured
+    topic = uniq("big-after-auth")
+    create_topic(broker.bootstrap, topic)
+    conf = sasl_ssl_conf(ports, certs, "SCRAM-SHA-512", "alice", "alice-secret")
+    out: list[Any] = []
+    p = Producer({**conf, "linger.ms": 50, "batch.size": 1_000_000, **QUIET})
+    for i in range(900):  # ~920 KB in one Produce request
+        p.produce(topic, value=b"%04d" % i + b"x" * 1020, on_delivery=lambda err, msg: out.append(err))
+    p.flush(30)
+    assert out == [None] * 900
+    assert watermarks(broker.bootstrap, TopicPartition(topic, 0)) == (900, 900)  # (LSO, HWM)
 
 
 def test_each_listener_is_told_its_own_address(secured: Any) -> None:
@@ -168,7 +184,7 @@ def test_wrong_credentials_get_kafkas_message_and_nothing_is_written(secured: An
     create_topic(broker.bootstrap, topic)
     errors = auth_errors(sasl_ssl_conf(ports, certs, mechanism, user, password), topic)
     assert any("SASL authentication error" in e and message in e for e in errors), errors
-    assert end_position(broker.bootstrap, topic, 0, "read_uncommitted") == 0
+    assert watermarks(broker.bootstrap, TopicPartition(topic, 0)) == (0, 0)
     assert delivered({"bootstrap.servers": broker.bootstrap}, topic, 1) == [(None, 0)]  # others are served
 
 
@@ -178,7 +194,7 @@ def test_a_client_without_a_certificate_cannot_use_the_mtls_listener(secured: An
     create_topic(broker.bootstrap, topic)
     errors = auth_errors(mtls_conf(ports, certs, with_certificate=False), topic)
     assert errors and all("SSL" in e or "brokers are down" in e or "Disconnected" in e for e in errors), errors
-    assert end_position(broker.bootstrap, topic, 0, "read_uncommitted") == 0
+    assert watermarks(broker.bootstrap, TopicPartition(topic, 0)) == (0, 0)
 
 
 def test_a_plaintext_client_or_garbage_on_a_tls_port_is_dropped_and_others_are_served(secured: Any) -> None:
@@ -219,7 +235,7 @@ def test_requests_before_authentication_close_the_connection_and_append_nothing(
         assert c.request(SaslHandshakeRequest(mechanism="PLAIN"), 1).error_code == ErrorCode.none
         c.send(produce_v9(topic, 0, bytes(valid_batch(3))), 9)
         assert c.is_closed()
-    assert end_position(broker.bootstrap, topic, 0, "read_uncommitted") == 0
+    assert watermarks(broker.bootstrap, TopicPartition(topic, 0)) == (0, 0)
 
 
 def test_an_unknown_mechanism_is_refused_with_the_enabled_ones(secured: Any) -> None:
@@ -316,19 +332,19 @@ def _unsecured_jwt(claims: dict[str, Any]) -> str:
     return f"{b64({'alg': 'none'})}.{b64(claims)}."
 
 
-@pytest.mark.parametrize("claims, status", [
-    ({"sub": "alice", "exp": time.time() - 60, "scope": "kafka"}, '{"status":"invalid_token"}'),  # expired
-    ({"sub": "alice", "exp": time.time() + 600, "scope": "other"},
-     '{"status":"insufficient_scope", "scope":"kafka"}'),
-])
-def test_an_expired_or_out_of_scope_token_is_refused_with_its_status(secured: Any, claims: dict[str, Any],
+@pytest.mark.parametrize("expires_in_s, scope, status", [
+    (-60, "kafka", '{"status":"invalid_token"}'),  # expired
+    (600, "other", '{"status":"insufficient_scope", "scope":"kafka"}'),
+], ids=["expired", "out-of-scope"])
+def test_an_expired_or_out_of_scope_token_is_refused_with_its_status(secured: Any, expires_in_s: int, scope: str,
                                                                      status: str) -> None:
     broker, certs, ports = secured
     topic = uniq("oauth-denied")
     create_topic(broker.bootstrap, topic)
-    jwt = _unsecured_jwt(claims)
+    # made when the test runs: a token made at collection may have expired by then
+    jwt = _unsecured_jwt({"sub": "alice", "exp": time.time() + expires_in_s, "scope": scope})
     # the client is told the token lasts (librdkafka refuses to send one it knows has expired)
     conf = oauth_conf(ports, certs, oauth_cb=lambda _config: (jwt, time.time() + 600, "alice"))
     errors = auth_errors(conf, topic)
     assert any("SASL authentication error" in e and status in e for e in errors), errors
-    assert end_position(broker.bootstrap, topic, 0, "read_uncommitted") == 0
+    assert watermarks(broker.bootstrap, TopicPartition(topic, 0)) == (0, 0)
