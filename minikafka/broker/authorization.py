@@ -32,12 +32,25 @@ The checks (Kafka 4.x KafkaApis):
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from minikafka.broker.context import RequestContext
 from minikafka.broker.dispatch import Handler, error_response
+from minikafka.broker.refusals import (
+    TOPIC_DENIED,
+    ZERO_UUID,
+    REFUSALS,
+    create_topics_denied,
+    delete_records_denied,
+    delete_topics_denied,
+    fetch_denied,
+    leader_epoch_denied,
+    list_offsets_denied,
+    nested,
+    topic_partitions_denied,
+    via_error_response,
+)
 from minikafka.protocol import versions
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.records import read_header
@@ -47,11 +60,9 @@ from minikafka.security.acls import CLUSTER_NAME, Operation, ResourceType
 from minikafka.security.principal import ANONYMOUS
 
 TOPIC, GROUP, CLUSTER, TXN_ID = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER, ResourceType.TRANSACTIONAL_ID
-TOPIC_DENIED = ErrorCode.topic_authorization_failed
 GROUP_DENIED = ErrorCode.group_authorization_failed
 CLUSTER_DENIED = ErrorCode.cluster_authorization_failed
 TXN_DENIED = ErrorCode.transactional_id_authorization_failed
-ZERO_UUID = uuid.UUID(int=0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,76 +119,8 @@ def door(api_key: int, handler: Handler, acls: AclManager | None) -> Handler:
 def _deny(handler: Handler, req: Any, code: ErrorCode) -> Any:
     response = error_response(handler, req, code)
     if response is None:  # no top-level error code: every item of the request is refused
-        response = _REFUSALS[handler.api_key](req, code)
+        response = REFUSALS[handler.api_key](req, code)
     return response
-
-
-def _answer(api_key: int, *path: str) -> Any:
-    return _nested(api_key, *path)
-
-
-def _refuse_create_acls(req: Any, code: ErrorCode) -> Any:
-    item = _answer(30, "results")
-    return versions.canonical_response(30)(throttle_time=ZERO_MS, results=tuple(
-        item(error_code=code, error_message=None) for _ in req.creations))
-
-
-def _refuse_delete_acls(req: Any, code: ErrorCode) -> Any:
-    item = _answer(31, "filter_results")
-    return versions.canonical_response(31)(throttle_time=ZERO_MS, filter_results=tuple(
-        item(error_code=code, error_message=None, matching_acls=()) for _ in req.filters))
-
-
-def _refuse_create_partitions(req: Any, code: ErrorCode) -> Any:
-    item = _answer(37, "results")
-    return versions.canonical_response(37)(throttle_time=ZERO_MS, results=tuple(
-        item(name=t.name, error_code=code, error_message=None) for t in req.topics))
-
-
-def _refuse_alter_client_quotas(req: Any, code: ErrorCode) -> Any:
-    item, entity = _answer(49, "entries"), _answer(49, "entries", "entity")
-    return versions.canonical_response(49)(throttle_time=ZERO_MS, entries=tuple(
-        item(error_code=code, error_message=None, entity=tuple(
-            entity(entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity))
-        for entry in req.entries))
-
-
-def _refuse_alter_scram(req: Any, code: ErrorCode) -> Any:
-    item = _answer(51, "results")
-    users = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
-    return versions.canonical_response(51)(throttle_time=ZERO_MS, results=tuple(
-        item(user=u, error_code=code, error_message=None) for u in users))
-
-
-def _refuse_delete_groups(req: Any, code: ErrorCode) -> Any:
-    item = _answer(42, "results")
-    return versions.canonical_response(42)(throttle_time=ZERO_MS, results=tuple(
-        item(group_id=g, error_code=code) for g in req.groups_names))
-
-
-def _refuse_write_txn_markers(req: Any, code: ErrorCode) -> Any:
-    marker, topic, part = _answer(27, "markers"), _answer(27, "markers", "topics"), \
-        _answer(27, "markers", "topics", "partitions")
-    return versions.canonical_response(27)(markers=tuple(
-        marker(producer_id=m.producer_id, topics=tuple(
-            topic(name=t.name, partitions=tuple(part(partition_index=p, error_code=code) for p in t.partition_indexes))
-            for t in m.topics)) for m in req.markers))
-
-
-def _refuse_describe_producers(req: Any, code: ErrorCode) -> Any:
-    topic, part = _answer(61, "topics"), _answer(61, "topics", "partitions")
-    return versions.canonical_response(61)(throttle_time=ZERO_MS, topics=tuple(
-        topic(name=t.name, partitions=tuple(part(partition_index=p, error_code=code, error_message=None,
-                                                 active_producers=()) for p in t.partition_indexes))
-        for t in req.topics))
-
-
-# The APIs refused as a whole that have no top-level error code: each item answers the error.
-_REFUSALS: dict[int, Callable[[Any, ErrorCode], Any]] = {
-    27: _refuse_write_txn_markers, 30: _refuse_create_acls, 31: _refuse_delete_acls,
-    37: _refuse_create_partitions, 42: _refuse_delete_groups, 49: _refuse_alter_client_quotas,
-    51: _refuse_alter_scram, 61: _refuse_describe_producers,
-}
 
 
 def _call(handler: Handler, who: Who, req: Any) -> Awaitable[Any]:
@@ -251,74 +194,6 @@ def _only(handler: Handler, req: Any, answer_field: str, refused: tuple[Any, ...
     return dataclasses.replace(response, **{answer_field: refused})
 
 
-def _make(cls: Any, **fields: Any) -> Any:
-    """An entity of `cls` from the fields it has (a field one version lacks is left out)."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in fields.items() if k in names})
-
-
-def _via_error_response(field: str, answer_field: str) -> Callable[[Handler, Any, tuple[Any, ...]], tuple[Any, ...]]:
-    """Denied topics answered by the handler's own error_response for a request of just them."""
-    def build(handler: Handler, req: Any, denied: tuple[Any, ...]) -> tuple[Any, ...]:
-        response = handler.error_response(dataclasses.replace(req, **{field: denied}), TOPIC_DENIED)  # type: ignore[attr-defined]
-        return tuple(getattr(response, answer_field))
-    return build
-
-
-def _nested(api_key: int, *path: str) -> Any:
-    cls = versions.canonical_response(api_key)
-    for p in path:
-        cls = versions.nested_class(cls, p)
-    return cls
-
-
-def _fetch_denied(handler: Handler, req: Any, denied: tuple[Any, ...]) -> tuple[Any, ...]:
-    topic_cls, part_cls = _nested(1, "responses"), _nested(1, "responses", "partitions")
-    return tuple(_make(topic_cls, topic=t.topic, topic_id=getattr(t, "topic_id", ZERO_UUID), partitions=tuple(
-        _make(part_cls, partition_index=p.partition, error_code=TOPIC_DENIED, high_watermark=-1, last_stable_offset=-1,
-              log_start_offset=-1, aborted_transactions=None, preferred_read_replica=-1, records=b"")
-        for p in t.partitions)) for t in denied)
-
-
-def _list_offsets_denied(handler: Handler, req: Any, denied: tuple[Any, ...]) -> tuple[Any, ...]:
-    topic_cls, part_cls = _nested(2, "topics"), _nested(2, "topics", "partitions")
-    return tuple(topic_cls(name=t.name, partitions=tuple(
-        part_cls(partition_index=p.partition_index, error_code=TOPIC_DENIED, timestamp=-1, offset=-1, leader_epoch=-1)
-        for p in t.partitions)) for t in denied)
-
-
-def _delete_records_denied(handler: Handler, req: Any, denied: tuple[Any, ...]) -> tuple[Any, ...]:
-    topic_cls, part_cls = _nested(21, "topics"), _nested(21, "topics", "partitions")
-    return tuple(topic_cls(name=t.name, partitions=tuple(
-        part_cls(partition_index=p.partition_index, low_watermark=-1, error_code=TOPIC_DENIED) for p in t.partitions))
-        for t in denied)
-
-
-def _leader_epoch_denied(handler: Handler, req: Any, denied: tuple[Any, ...]) -> tuple[Any, ...]:
-    topic_cls, part_cls = _nested(23, "topics"), _nested(23, "topics", "partitions")
-    return tuple(topic_cls(topic=t.topic, partitions=tuple(
-        part_cls(error_code=TOPIC_DENIED, partition=p.partition, leader_epoch=-1, end_offset=-1) for p in t.partitions))
-        for t in denied)
-
-
-def _topic_partitions_denied(handler: Handler, req: Any, denied: tuple[Any, ...]) -> tuple[Any, ...]:
-    cls = _nested(75, "topics")
-    return tuple(cls(error_code=TOPIC_DENIED, name=t.name, topic_id=ZERO_UUID, is_internal=False, partitions=(),
-                     topic_authorized_operations=-2147483648) for t in denied)
-
-
-def _create_topics_denied(handler: Handler, req: Any, denied: tuple[Any, ...]) -> tuple[Any, ...]:
-    cls = _nested(19, "topics")
-    return tuple(cls(name=t.name, topic_id=ZERO_UUID, error_code=TOPIC_DENIED,
-                     error_message="Authorization failed.", topic_config_error_code=TOPIC_DENIED,
-                     num_partitions=-1, replication_factor=-1, configs=None) for t in denied)
-
-
-def _delete_topics_denied(handler: Handler, req: Any, denied: tuple[Any, ...]) -> tuple[Any, ...]:
-    cls = _nested(20, "responses")
-    return tuple(cls(name=t.name, topic_id=t.topic_id, error_code=TOPIC_DENIED, error_message=None) for t in denied)
-
-
 def _produce(who: Who, req: Any, handler: Handler) -> Awaitable[Any]:
     async def run() -> Any:
         if _transactional(req) and (req.transactional_id is None
@@ -341,7 +216,7 @@ def _transactional(req: Any) -> bool:
     return False
 
 
-_PRODUCE_TOPICS = per_topic(Operation.WRITE, "topic_data", "responses", _via_error_response("topic_data", "responses"))
+_PRODUCE_TOPICS = per_topic(Operation.WRITE, "topic_data", "responses", via_error_response("topic_data", "responses"))
 
 
 def _then(check: Callable[[Who, Any], ErrorCode | None], policy: Policy) -> Policy:
@@ -358,14 +233,14 @@ def _can_create(who: Who, name: str) -> bool:
 
 
 async def _create_topics(who: Who, req: Any, handler: Handler) -> Any:
-    return await per_topic(Operation.CREATE, "topics", "topics", _create_topics_denied)(who, req, handler) \
+    return await per_topic(Operation.CREATE, "topics", "topics", create_topics_denied)(who, req, handler) \
         if not who.cluster(Operation.CREATE) else await _call(handler, who, req)
 
 
 async def _metadata(who: Who, req: Any, handler: Handler) -> Any:
     """DESCRIBE filters the topics (all topics: the ones it may see; named: the others denied),
     and auto-creation needs CREATE on the cluster or the topic."""
-    topic_cls = _nested(3, "topics")
+    topic_cls = nested(3, "topics")
     if req.topics is None:
         response = await _call(handler, who, req)
         return dataclasses.replace(response, topics=tuple(t for t in response.topics
@@ -395,14 +270,14 @@ def _services_logs(handler: Handler) -> Any:
 
 
 async def _offset_fetch(who: Who, req: Any, handler: Handler) -> Any:
-    group_cls = _nested(9, "groups")
+    group_cls = nested(9, "groups")
     allowed_groups, denied_groups = _split(req.groups, lambda g: who.can(Operation.DESCRIBE, GROUP, g.group_id))
     if not allowed_groups:
         return _only(handler, req, "groups", tuple(
             group_cls(group_id=g.group_id, topics=(), error_code=GROUP_DENIED) for g in denied_groups))
     response = await _call(handler, who, dataclasses.replace(req, groups=allowed_groups))
     groups = []
-    topic_cls, part_cls = _nested(9, "groups", "topics"), _nested(9, "groups", "topics", "partitions")
+    topic_cls, part_cls = nested(9, "groups", "topics"), nested(9, "groups", "topics", "partitions")
     for g in response.groups:
         topics = []
         for t in g.topics:  # a topic it may not describe: its offsets are not told
@@ -421,7 +296,7 @@ async def _offset_fetch(who: Who, req: Any, handler: Handler) -> Any:
 async def _find_coordinator(who: Who, req: Any, handler: Handler) -> Any:
     rtype, code = (GROUP, GROUP_DENIED) if req.key_type == 0 else (TXN_ID, TXN_DENIED)
     ok, denied = _split(req.coordinator_keys, lambda k: who.can(Operation.DESCRIBE, rtype, k))
-    coordinator_cls = _nested(10, "coordinators")
+    coordinator_cls = nested(10, "coordinators")
     refused = tuple(coordinator_cls(key=k, node_id=-1, host="", port=-1, error_code=code, error_message=None)
                     for k in denied)
     if not ok:
@@ -466,7 +341,7 @@ def _configs(op: Operation, answer_field: str, api_key: int) -> Policy:
         ok, denied = _split(req.resources, lambda r: who.can(op, *resource_of(r)[:2]))
         if not denied:
             return await _call(handler, who, req)
-        cls = _nested(api_key, answer_field)
+        cls = nested(api_key, answer_field)
         names = {f.name for f in dataclasses.fields(cls)}
         refused = []
         for r in denied:
@@ -488,7 +363,7 @@ def _txn_offset_commit(who: Who, req: Any, handler: Handler) -> Awaitable[Any]:
             return handler.error_response(req, TXN_DENIED)  # type: ignore[attr-defined]
         if not who.can(Operation.READ, GROUP, req.group_id):
             return handler.error_response(req, GROUP_DENIED)  # type: ignore[attr-defined]
-        return await per_topic(Operation.READ, "topics", "topics", _via_error_response("topics", "topics"))(
+        return await per_topic(Operation.READ, "topics", "topics", via_error_response("topics", "topics"))(
             who, req, handler)
     return run()
 
@@ -515,10 +390,10 @@ READ, WRITE, DESCRIBE, ALTER = Operation.READ, Operation.WRITE, Operation.DESCRI
 
 POLICIES: dict[int, Policy] = {
     0: _produce,
-    1: per_topic(READ, "topics", "responses", _fetch_denied, name=lambda t: t.topic),
-    2: per_topic(DESCRIBE, "topics", "topics", _list_offsets_denied),
+    1: per_topic(READ, "topics", "responses", fetch_denied, name=lambda t: t.topic),
+    2: per_topic(DESCRIBE, "topics", "topics", list_offsets_denied),
     3: _metadata,
-    8: _then(on_group(READ), per_topic(READ, "topics", "topics", _via_error_response("topics", "topics"))),
+    8: _then(on_group(READ), per_topic(READ, "topics", "topics", via_error_response("topics", "topics"))),
     9: _offset_fetch,
     10: _find_coordinator,
     11: needs(on_group(READ)),
@@ -528,10 +403,10 @@ POLICIES: dict[int, Policy] = {
     15: _filtered("groups", lambda who, g: who.can(DESCRIBE, GROUP, g.group_id)),
     16: _filtered("groups", lambda who, g: who.cluster(DESCRIBE) or who.can(DESCRIBE, GROUP, g.group_id)),
     19: _create_topics,
-    20: per_topic(Operation.DELETE, "topics", "responses", _delete_topics_denied, name=lambda t: t.name or ""),
-    21: per_topic(Operation.DELETE, "topics", "topics", _delete_records_denied),
+    20: per_topic(Operation.DELETE, "topics", "responses", delete_topics_denied, name=lambda t: t.name or ""),
+    21: per_topic(Operation.DELETE, "topics", "topics", delete_records_denied),
     22: needs(_init_producer_id),
-    23: per_topic(DESCRIBE, "topics", "topics", _leader_epoch_denied, name=lambda t: t.topic),
+    23: per_topic(DESCRIBE, "topics", "topics", leader_epoch_denied, name=lambda t: t.topic),
     24: _add_partitions_to_txn,
     25: needs(on_txn_id(WRITE), on_group(READ)),
     26: needs(on_txn_id(WRITE)),
@@ -561,7 +436,7 @@ POLICIES: dict[int, Policy] = {
     68: needs(on_group(READ)),
     69: needs(lambda who, req: None if all(who.can(DESCRIBE, GROUP, g) for g in req.group_ids) else GROUP_DENIED),
     74: needs(on_cluster(Operation.DESCRIBE_CONFIGS)),
-    75: per_topic(DESCRIBE, "topics", "topics", _topic_partitions_denied),
+    75: per_topic(DESCRIBE, "topics", "topics", topic_partitions_denied),
     88: needs(on_group(READ)),
     89: needs(lambda who, req: None if all(who.can(DESCRIBE, GROUP, g) for g in req.group_ids) else GROUP_DENIED),
 }
