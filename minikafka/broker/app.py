@@ -48,6 +48,7 @@ from minikafka.scram.credentials import ScramCredential
 from minikafka.security.acl_manager import AclManager, authorizer_enabled
 from minikafka.security.acl_store import AclStore
 from minikafka.security.authorizer import AuthorizerSettings
+from minikafka.security.jwks import JwksSource
 from minikafka.security.settings import USED_PREFIXES, listener_securities
 from minikafka.storage.config_store import DynamicConfigStore
 from minikafka.storage.quota_store import CLIENT_QUOTAS_FILE, ClientQuotaStore
@@ -108,6 +109,10 @@ class Broker:
             with_authorizer = authorizer_enabled(config.ignored.get("authorizer.class.name"))
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+        for sec in listeners:
+            if sec.jwks is not None and not sec.jwks.source.refresh():  # read once before serving
+                log.warning("jwks_unavailable", listener=sec.listener.name, url=sec.jwks.source.url,
+                            reason=sec.jwks.source.last_error, why="OAUTHBEARER tokens are refused until it is read")
         self.clock = clock or ControlledClock()  # the system's, until a test pauses or advances it
         # File descriptors: the soft limit goes up to the hard one; half of what is left after a
         # reserve serves segment files (opened on demand), the rest bounds the connections.
@@ -219,6 +224,9 @@ class Broker:
         self._every(int(c["transaction.abort.timed.out.transaction.cleanup.interval.ms"]), self._abort_timed_out)
         self._every(int(c["transaction.remove.expired.transaction.cleanup.interval.ms"]), self._expire_txn_ids)
         self._every(COMPACTION_CHECK_MS, self._compact_internal_topics)
+        for sec in self.server.listeners:
+            if sec.jwks is not None:
+                self._every(sec.jwks.refresh_ms, self._jwks_refresher(sec.listener.name, sec.jwks.source))
         if self.services.invariants is not None:
             self._every(INVARIANT_CHECK_MS, self._check_open_transactions)
         if c["log.cleaner.enable"]:
@@ -314,6 +322,12 @@ class Broker:
         # A marker on __consumer_offsets makes the producer's pending offsets visible or drops them.
         if tp.topic == OFFSETS_TOPIC:
             self.groups.complete_transaction(tp.partition, producer_id, committed)
+
+    def _jwks_refresher(self, listener: str, source: JwksSource) -> Callable[[], Awaitable[None]]:
+        async def refresh() -> None:  # a blocking fetch, on a thread
+            if not await asyncio.to_thread(source.refresh):
+                log.warning("jwks_refresh_failed", listener=listener, url=source.url, reason=source.last_error)
+        return refresh
 
     async def _abort_timed_out(self) -> None:
         await self.txn.abort_timed_out(self.clock.now_ms)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from minikafka.protocol.errors import ErrorCode
 from minikafka.scram.credentials import ScramCredential
@@ -48,7 +49,7 @@ class SaslSettings:
     reauth_ms: int = 0  # connections.max.reauth.ms
     failed_delay_ms: int = 100  # connection.failed.authentication.delay.ms
     max_receive_size: int = 524288  # sasl.server.max.receive.size
-    oauth_validator: UnsecuredValidator = dataclasses.field(default_factory=UnsecuredValidator)
+    oauth_validator: Any = dataclasses.field(default_factory=UnsecuredValidator)  # or jwks.JwksValidator
     now_ms: Callable[[], int] = lambda: 0  # the broker's clock (token expiry; virtual time in tests)
 
     def mechanism(self, name: str) -> SaslMechanism:

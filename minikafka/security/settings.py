@@ -16,6 +16,7 @@ from minikafka.security import tls
 from minikafka.security.listeners import Listener, parse_listeners
 from minikafka.security.principal import ANONYMOUS, KafkaPrincipal, NoMatchingRule, SslPrincipalMapper
 from minikafka.security.jaas import parse_jaas_options
+from minikafka.security.jwks import VALIDATOR_CLASSES, JwksValidator
 from minikafka.security.sasl.oauthbearer import UnsecuredValidator
 from minikafka.security.sasl.plain import plain_users
 from minikafka.security.session import SUPPORTED_MECHANISMS, SaslSettings, Session
@@ -24,6 +25,7 @@ from minikafka.security.session import SUPPORTED_MECHANISMS, SaslSettings, Sessi
 USED_PREFIXES = ("ssl.", "sasl.", "listener.name.", "listener.security.protocol.map",
                  "connections.max.reauth.ms", "connection.failed.authentication.delay.ms",
                  "authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found")
+# sasl.oauthbearer.* are read from there too (USED_PREFIXES holds "sasl.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +34,12 @@ class ListenerSecurity:
     ssl_context: ssl.SSLContext | None = None
     principal_mapper: SslPrincipalMapper = dataclasses.field(default_factory=SslPrincipalMapper)
     sasl: SaslSettings | None = None
+
+    @property
+    def jwks(self) -> JwksValidator | None:
+        """The listener's JWKS-checked OAUTHBEARER validator (its key set needs refreshing)."""
+        v = None if self.sasl is None else self.sasl.oauth_validator
+        return v if isinstance(v, JwksValidator) else None
 
     def bound(self, port: int) -> ListenerSecurity:
         return dataclasses.replace(self, listener=self.listener.bound(port))
@@ -105,23 +113,32 @@ def _sasl_settings(listener: Listener, get: Callable[[str], str | None], raw: Ma
             users = plain_users(jaas)
         except ValueError as exc:
             raise ValueError(f"{jaas_name}: {exc}") from None
-    validator = UnsecuredValidator()
+    validator: UnsecuredValidator | JwksValidator = UnsecuredValidator()
     if "OAUTHBEARER" in enabled:
         prefix = f"{listener.config_prefix}oauthbearer."
-        handler = raw.get(prefix + "sasl.server.callback.handler.class")
-        if handler:
-            raise ValueError(f"listener {listener.name}: {prefix}sasl.server.callback.handler.class={handler} is not "
-                             "supported by minikafka: OAUTHBEARER validates Kafka's unsecured tokens only (JWKS "
-                             "validation is not there yet)")
         jaas_name = prefix + "sasl.jaas.config"
         jaas = raw.get(jaas_name)
         if not jaas:
             raise ValueError(f"listener {listener.name}: SASL/OAUTHBEARER needs {jaas_name} "
                              "(org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required ;)")
         try:
-            validator = UnsecuredValidator.from_options(parse_jaas_options(jaas))
+            options = parse_jaas_options(jaas)
         except ValueError as exc:
             raise ValueError(f"{jaas_name}: {exc}") from None
+        handler = raw.get(prefix + "sasl.server.callback.handler.class")
+        if handler in VALIDATOR_CLASSES:  # tokens signed by an identity provider, checked with its JWKS
+            try:
+                validator = JwksValidator.from_configs(lambda n: raw.get(prefix + n) or get(n))
+            except ValueError as exc:
+                raise ValueError(f"listener {listener.name}: {exc}") from None
+        elif handler:
+            raise ValueError(f"listener {listener.name}: {prefix}sasl.server.callback.handler.class={handler} is not "
+                             f"supported by minikafka (use {VALIDATOR_CLASSES[0]}, or none for unsecured tokens)")
+        else:
+            try:
+                validator = UnsecuredValidator.from_options(options)
+            except ValueError as exc:
+                raise ValueError(f"{jaas_name}: {exc}") from None
     return SaslSettings(mechanisms=enabled, plain_users=users, scram_credential=scram_credential,
                         oauth_validator=validator, now_ms=now_ms,
                         reauth_ms=_int(get, "connections.max.reauth.ms", 0),
