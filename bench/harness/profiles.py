@@ -32,6 +32,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "l1_rate": 1000,                # L1: msg/s of the producer timed while cleaning
         "l1_load_s": 30,
         "l1_baseline_s": 5,
+        "s1_records": 300_000,          # S1: per listener (PLAINTEXT, SASL_SSL), produce then consume
     },
     # harness validation on a busy machine: minutes, not numbers to quote
     "quick": {
@@ -60,6 +61,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "l1_rate": 1000,
         "l1_load_s": 15,
         "l1_baseline_s": 3,
+        "s1_records": 20_000,
     },
     # the pytest smoke test: seconds
     "smoke": {
@@ -88,7 +90,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "l1_rate": 200,
         "l1_load_s": 3,
         "l1_baseline_s": 0.5,
+        "s1_records": 1000,
     },
 }
 
-SCENARIOS = ("P2", "P3", "P4", "C1", "C2", "C3", "C4", "E1", "G1", "T2", "L1", "O1", "O2", "O3")
+SCENARIOS = ("P2", "P3", "P4", "C1", "C2", "C3", "C4", "E1", "G1", "T2", "L1", "S1", "O1", "O2", "O3")

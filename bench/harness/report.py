@@ -61,6 +61,17 @@ def rows_for(meta: dict[str, Any]) -> list[Row]:
          "ms", None),
         ("L1", "L1", "clean", "ack_p99_during_ms", "L1 produce ack p99 while the cleaner runs", "ms", ("<=", 1.0)),
     ]
+    rows += [
+        ("S1", "S1", "produce_plaintext", "records_per_s", "S1 produce over PLAINTEXT (1 KiB, P2's producer)", "msg/s",
+         None),
+        ("S1", "S1", "produce_sasl_ssl", "records_per_s", "S1 produce over SASL_SSL (SCRAM-SHA-512, TLS)", "msg/s",
+         (">=", 1.0)),
+        ("S1", "S1", "produce_tls_cost", "ratio", "S1 produce: SASL_SSL / PLAINTEXT throughput (the TLS cost)", "x",
+         None),
+        ("S1", "S1", "consume_plaintext", "records_per_s", "S1 catch-up consume over PLAINTEXT", "msg/s", None),
+        ("S1", "S1", "consume_sasl_ssl", "records_per_s", "S1 catch-up consume over SASL_SSL", "msg/s", (">=", 1.0)),
+        ("S1", "S1", "consume_tls_cost", "ratio", "S1 consume: SASL_SSL / PLAINTEXT throughput", "x", None),
+    ]
     for r in p["e1_rates"]:
         rows += [
             ("E1", "E1", str(r), "e2e_p50_ms", f"E1 e2e latency at {r} msg/s: p50", "ms", None),

@@ -261,6 +261,8 @@ class Run:
                     for name in self.order(rep):
                         self.phase_load(name, rep)
                         self.save()
+            if "S1" in self.scenarios:
+                self.phase_security()
             if "O3" in self.scenarios:
                 self.phase_recovery()
         finally:
@@ -304,6 +306,22 @@ class Run:
                 for _, b, _ in running:
                     b.stop()
             self.save()
+
+    def phase_security(self) -> None:
+        """S1: produce and consume over PLAINTEXT and SASL_SSL on one broker start (security.py)."""
+        from . import security
+
+        for rep in range(self.p["reps"]):
+            for name in self.order(rep):
+                if name == "tansu":
+                    continue  # no TLS or SASL to compare
+                log(f"security phase: {name} rep {rep}")
+                try:
+                    security.measure(self, name, rep)
+                except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
+                    log(f"{name} S1 rep {rep} FAILED: {exc}")
+                    self.add(name, rep, "S1", "start", {"error": f"{type(exc).__name__}: {exc}"})
+                self.save()
 
     def phase_load(self, name: str, rep: int) -> None:
         p, size = self.p, self.p["record_size"]

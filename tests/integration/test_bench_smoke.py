@@ -44,7 +44,7 @@ def test_harness_smoke_run_writes_table(tmp_path: Path) -> None:
     rows = {}
     for line in report.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) >= 5 and re.fullmatch(r"[PCEGOT]\d", cells[0]):
+        if len(cells) >= 5 and re.fullmatch(r"[PCEGOTS]\d", cells[0]):
             rows[cells[1]] = cells[3]  # metric -> minikafka cell
     expected = {
         "P2 produce 1 KiB acks=all, p1: throughput": "msg/s",
@@ -57,6 +57,9 @@ def test_harness_smoke_run_writes_table(tmp_path: Path) -> None:
             "C4 Java consumer (ConsumerPerformance) across 10 partitions, fetch-only": "msg/s"}
            if shutil.which("java") else {}),
         "E1 500 msg/s: p99": "ms",
+        "S1 produce over SASL_SSL (SCRAM-SHA-512, TLS)": "msg/s",
+        "S1 catch-up consume over SASL_SSL": "msg/s",
+        "S1 produce: SASL_SSL / PLAINTEXT throughput (the TLS cost)": "x",
         "O1 start-up, empty data dir (spawn -> ApiVersions + CreateTopics OK)": "s",
         "O2 idle RSS (0.5 s after ready)": "MB",
         "O2 peak RSS (VmHWM) over warm-up + P2..E1": "MB",
