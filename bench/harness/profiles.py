@@ -32,7 +32,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "l1_rate": 1000,                # L1: msg/s of the producer timed while cleaning
         "l1_load_s": 30,
         "l1_baseline_s": 5,
-        "s1_records": 300_000,          # S1: per listener (PLAINTEXT, SASL_SSL), produce then consume
+        "s1_records": 500_000,          # S1: per listener (PLAINTEXT, SASL_SSL): warm-up, produce, consume
     },
     # harness validation on a busy machine: minutes, not numbers to quote
     "quick": {

@@ -1,9 +1,10 @@
 """S1: the cost of TLS + SASL, minikafka vs Kafka (issue 21, "Benchmark").
 
 Per broker, one start with two listeners: PLAINTEXT and SASL_SSL (SCRAM-SHA-512, a PEM key store
-made by `minikafka certs`'s code; TLS 1.3 as both negotiate it). The same producer (P2's settings,
-1 KiB records, `s1_records`) and catch-up consumer run over each listener in turn, on topics of one
-partition; reported per listener: records/s and broker CPU-s per GB, and the TLS cost ratio
+made by `minikafka certs`'s code; TLS 1.3 as both negotiate it). After an untimed warm-up over
+each listener (`s1_records` each: the JVM's JIT, as P2's warm-up does), the same producer (P2's
+settings, 1 KiB records, `s1_records`) and catch-up consumer run over each listener in turn, on
+topics of one partition; reported per listener: records/s and broker CPU-s per GB, and the TLS cost ratio
 (SASL_SSL / PLAINTEXT throughput) of each broker, so the two brokers' costs can be compared side by
 side. Kafka runs KRaft combined mode: its CONTROLLER listener stays PLAINTEXT.
 """
@@ -53,13 +54,17 @@ def measure(runner: Any, name: str, rep: int) -> None:
         for f in admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
                 SCRAM_USER, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), SCRAM_PASSWORD.encode())]).values():
             f.result(60)
-        create_topics(b.bootstrap, {"s1-plaintext": 1, "s1-sasl_ssl": 1})
+        create_topics(b.bootstrap, {"s1-plaintext": 1, "s1-sasl_ssl": 1, "s1-warm-plaintext": 1, "s1-warm-sasl_ssl": 1})
         listeners = {
             "plaintext": {"bootstrap": b.bootstrap, "conf": {}},
             "sasl_ssl": {"bootstrap": f"127.0.0.1:{port}", "conf": {
                 "security.protocol": "SASL_SSL", "ssl.ca.location": str(certs.ca), "sasl.mechanism": "SCRAM-SHA-512",
                 "sasl.username": SCRAM_USER, "sasl.password": SCRAM_PASSWORD}},
         }
+        for point, how in listeners.items():  # untimed: the JVM's JIT, connections, the TLS session
+            runner.client("produce", {"bootstrap": how["bootstrap"], "topic": f"s1-warm-{point}", "mode": "plain",
+                                      "records": p["s1_records"], "size": p["record_size"], "seed": runner.seed,
+                                      "conf": how["conf"]}, b)
         for point, how in listeners.items():
             topic = f"s1-{point}"
 
