@@ -25,7 +25,10 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
+from kio.schema.create_acls.v3.request import AclCreation, CreateAclsRequest
 from kio.schema.describe_acls.v3.request import DescribeAclsRequest
+from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.static.primitive import i8
 from rawclient import RawClient
 from txnclients import QUIET, close_quietly
@@ -271,3 +274,38 @@ def test_admin_requests_are_checked_per_resource(authz: Any) -> None:
     assert {t: (e.code() if e else None) for t, e in got.items()} == {
         mine: None, theirs: KafkaError.TOPIC_AUTHORIZATION_FAILED}
     assert theirs in admin(authz).list_topics(timeout=15).topics  # untouched
+
+
+def _raw_admin(port: int) -> RawClient:
+    """A raw connection authenticated as the admin (SASL/PLAIN over SaslHandshake v1)."""
+    c = RawClient("127.0.0.1", port)
+    assert c.request(SaslHandshakeRequest(mechanism="PLAIN"), 1).error_code == ErrorCode.none
+    assert c.request(SaslAuthenticateRequest(auth_bytes=b"\0admin\0admin-pw"), 2).error_code == ErrorCode.none
+    return c
+
+
+def test_acl_requests_with_invalid_values_are_refused_and_store_nothing(authz: Any) -> None:
+    _, port = authz
+    topic = uniq("bad-acl")
+    good = dict(resource_type=i8(2), resource_name=topic, resource_pattern_type=i8(3), principal="User:alice",
+                host="*", operation=i8(3), permission_type=i8(3))
+    bad = [
+        ({**good, "resource_type": i8(99)}, "Invalid resourceType UNKNOWN"),
+        ({**good, "resource_pattern_type": i8(2)}, "Invalid patternType MATCH"),
+        ({**good, "operation": i8(1)}, "Invalid operation ANY"),
+        ({**good, "permission_type": i8(0)}, "Invalid permissionType UNKNOWN"),
+        ({**good, "principal": "alice"}, "Could not parse principal"),
+        ({**good, "resource_name": ""}, "Invalid empty resource name"),
+    ]
+    with _raw_admin(port) as c:
+        resp = c.request(CreateAclsRequest(creations=tuple(AclCreation(**fields) for fields, _ in bad)), 3)
+        for result, (_, message) in zip(resp.results, bad, strict=True):
+            assert result.error_code == ErrorCode.invalid_request and message in (result.error_message or "")
+        resp = c.request(DescribeAclsRequest(resource_type_filter=i8(2), resource_name_filter=topic,
+                                             pattern_type_filter=i8(0), principal_filter=None, host_filter=None,
+                                             operation=i8(1), permission_type=i8(1)), 3)
+        assert resp.error_code == ErrorCode.invalid_request  # an UNKNOWN pattern filter
+        resp = c.request(DescribeAclsRequest(resource_type_filter=i8(1), resource_name_filter=topic,
+                                             pattern_type_filter=i8(1), principal_filter=None, host_filter=None,
+                                             operation=i8(1), permission_type=i8(1)), 3)
+        assert (resp.error_code, resp.resources) == (ErrorCode.none, ())  # nothing was stored
