@@ -150,8 +150,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip = pytest.mark.skip(reason="conformance mode: test does not use the kafka_broker fixture")
     for item in items:
         names = getattr(item, "fixturenames", ())
-        if "kafka_broker" not in names and "configured_broker" not in names:
+        if not CONFORMANCE_FIXTURES & set(names):
             item.add_marker(skip)
+
+
+# Fixtures that hand a test Apache Kafka in conformance mode: the shared one, one with the test's
+# settings, and the security modules' brokers (start_secured).
+CONFORMANCE_FIXTURES = {"kafka_broker", "configured_broker", "secured", "authz", "oauth_broker"}
 
 
 @pytest.fixture(scope="session")
@@ -285,6 +290,76 @@ def configured_broker(tmp_path: Path) -> Iterator[Any]:
     yield make
     for b in started:
         b.stop()
+
+
+class SecuredBroker:
+    """A broker started with listener and security settings of a test module's own (TLS, SASL,
+    ACLs): minikafka normally, and in conformance mode an Apache Kafka given the same settings
+    (plus the CONTROLLER listener KRaft needs, and the broker-side SCRAM JAAS entries Kafka asks
+    for), so the security tests compare with Kafka. `bootstrap` is the PLAINTEXT listener."""
+
+    def __init__(self, process: Any, port: int) -> None:
+        self.process = process  # minikafka.testing.BrokerProcess or kafka_ref.ApacheKafka
+        self.port = port
+        self.bootstrap = f"127.0.0.1:{port}"
+        self.external = conformance_mode()
+
+    @property
+    def clock(self) -> Any:
+        if self.external:
+            pytest.skip("conformance mode: virtual time is minikafka's")
+        return self.process.clock
+
+    def restart(self) -> None:
+        if self.external:
+            pytest.skip("conformance mode: the test restarts minikafka")
+        self.process.restart()
+
+    def stop(self) -> None:
+        self.process.stop()
+
+
+def _kafka_security_props(overrides: dict[str, str], port: int, controller_port: int) -> dict[str, str]:
+    props = {**KAFKA_EXTRA_PROPS, **overrides}
+    listeners = [x.strip() for x in overrides["listeners"].split(",") if x.strip()]
+    listeners = [x.replace("PLAINTEXT://127.0.0.1:0", f"PLAINTEXT://127.0.0.1:{port}") for x in listeners]
+    props["listeners"] = ",".join([*listeners, f"CONTROLLER://127.0.0.1:{controller_port}"])
+    props["advertised.listeners"] = ",".join(listeners)
+    props["listener.security.protocol.map"] = ("CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,"
+                                               "SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL")
+    for name in ("SASL_SSL", "SASL_PLAINTEXT"):
+        if not any(x.startswith(name + "://") for x in listeners):
+            continue
+        prefix = f"listener.name.{name.lower()}."
+        mechanisms = props.get(prefix + "sasl.enabled.mechanisms") or props.get("sasl.enabled.mechanisms", "")
+        for mechanism in (m.strip() for m in mechanisms.split(",")):
+            if mechanism.startswith("SCRAM-"):  # Kafka's broker wants a JAAS entry for each mechanism
+                props.setdefault(f"{prefix}{mechanism.lower()}.sasl.jaas.config",
+                                 "org.apache.kafka.common.security.scram.ScramLoginModule required;")
+    return props
+
+
+def start_secured(data_dir: Path, overrides: dict[str, str], *, control: bool = False,
+                  env: dict[str, str] | None = None) -> SecuredBroker:
+    """Start minikafka (or, in conformance mode, Apache Kafka) with these security settings; the
+    first listener must be PLAINTEXT://127.0.0.1:0 (the test's own view of the broker)."""
+    from minikafka.testing import BrokerProcess
+
+    if not conformance_mode():
+        b = BrokerProcess(data_dir, overrides=overrides, control=control).start()
+        return SecuredBroker(b, b.port)
+    import kafka_ref
+
+    try:
+        kafka_ref.ensure_kafka_jars()
+    except kafka_ref.KafkaRefError as exc:
+        pytest.skip(f"Apache Kafka unavailable: {str(exc).splitlines()[0]}")
+    port, controller_port = kafka_ref.free_ports(2)
+    kafka = kafka_ref.ApacheKafka(heap_opts=KAFKA_HEAP, env=env)
+    kafka.start(data_dir, port=port, controller_port=controller_port,
+                extra_props=_kafka_security_props(overrides, port, controller_port))
+    _warm_up(kafka.bootstrap)
+    return SecuredBroker(kafka, port)
 
 
 @pytest.fixture(scope="module")

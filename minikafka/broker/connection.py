@@ -27,11 +27,11 @@ from collections.abc import Callable
 import structlog
 
 from minikafka.broker.client_info import ClientInfo
-from minikafka.broker.dispatch import Answer, CloseConnection, HandlerRegistry, dispatch
+from minikafka.broker.dispatch import Answer, CloseConnection, HandlerRegistry, dispatch, refusal
 from minikafka.broker.fault_door import FaultDoor
 from minikafka.broker.request_memory import RequestMemoryPool
 from minikafka.broker.throttling import Throttler
-from minikafka.protocol.errors import FramingError
+from minikafka.protocol.errors import ErrorCode, FramingError
 from minikafka.protocol.framing import FrameDecoder, encode_frame
 from minikafka.security.sasl import SaslFailure
 from minikafka.security.session import Session
@@ -39,6 +39,10 @@ from minikafka.security.session import Session
 log = structlog.get_logger("minikafka.broker")
 _conn_ids = itertools.count(1)
 READ_CHUNK = 256 * 1024
+
+
+class _Refused(Exception):
+    """A request out of the SASL sequence that Kafka answers with an error before closing."""
 
 
 class Connection:
@@ -92,7 +96,12 @@ class Connection:
                         self.busy = True
                         try:
                             gated = not session.passes_all  # authenticating, or a session that expires
-                            if gated and not self._admit(frame):
+                            try:
+                                if gated and not self._admit(frame):
+                                    return
+                            except _Refused:
+                                await self._fail_authentication(
+                                    refusal(self.registry, frame, ErrorCode.illegal_sasl_state))
                                 return
                             if session.raw_tokens:
                                 self._raw_sasl_token(frame)
@@ -140,6 +149,8 @@ class Connection:
         api_key = int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
         if session.admit(api_key, self._now_ms()):
             return True
+        if session.refusal(api_key):
+            raise _Refused(api_key)
         log.warning("request_before_authentication" if not session.authenticated else "session_expired",
                     conn_id=self.conn_id, peer=self.peer, listener=session.listener.name, api_key=api_key,
                     state=session.state)

@@ -142,6 +142,20 @@ async def dispatch(registry: HandlerRegistry, frame: bytes, conn_id: int, peer: 
     return Answer(data, throttle_ms, throttle_ms > 0 and not client_throttles(req.api_key, req.api_version))
 
 
+def refusal(registry: HandlerRegistry, frame: bytes, code: ErrorCode) -> Answer:
+    """The request's API answering `code` to all of it, without running its handler (a request
+    out of the SASL sequence); raises CloseConnection when it cannot be decoded or has no error."""
+    try:
+        req = codec.decode_request(frame, registry.served)
+    except FramingError as exc:
+        raise CloseConnection(str(exc)) from None
+    handler = registry[req.api_key]
+    response = error_response(handler, versions.upgrade(req.body), code)
+    if response is None:
+        raise CloseConnection(f"{versions.api_name(req.api_key)} has no error code")
+    return Answer(_encode(req, response))
+
+
 async def _fault_before(fault: Rule, handler: Handler, req: Any, body: Any) -> Answer | None:
     """What a fault rule does before the handler runs: the answer that replaces it (error), a
     closed connection, or a wait (delay; None: the handler runs)."""

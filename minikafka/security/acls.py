@@ -12,8 +12,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 
-from minikafka.security.principal import KafkaPrincipal
-
 CLUSTER_NAME = "kafka-cluster"
 WILDCARD = "*"  # a literal resource name or host matching all; User:* matches every principal
 WILDCARD_PRINCIPAL = "User:*"
@@ -114,10 +112,9 @@ def validate_new(b: AclBinding) -> None:
         raise InvalidAcl(f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}")
     if not b.resource_name:
         raise InvalidAcl("Invalid empty resource name")
-    try:
-        KafkaPrincipal.parse(b.principal)
-    except ValueError as exc:
-        raise InvalidAcl(f"Could not parse principal from `{b.principal}` ({exc})") from None
+    if ":" not in b.principal:
+        raise InvalidAcl(f"Could not parse principal from `{b.principal}` (no colon is present separating the "
+                         "principal type from the principal name)")
 
 
 @dataclasses.dataclass(frozen=True)

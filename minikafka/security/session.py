@@ -121,6 +121,15 @@ class Session:
             return api_key == SASL_AUTHENTICATE
         return False
 
+    def refusal(self, api_key: int) -> bool:
+        """A request other than SaslAuthenticate after the handshake: Kafka answers it with its
+        API's ILLEGAL_SASL_STATE error (after the failure delay) and closes, where a request before
+        the handshake only closes the connection. The session fails."""
+        if self.state in ("authenticate", "reauthenticate") and api_key != SASL_AUTHENTICATE:
+            self._fail()
+            return True
+        return False
+
     def saw_api_versions(self) -> None:
         if self.state == "initial":
             self._set_state("handshake")

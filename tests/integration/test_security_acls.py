@@ -1,7 +1,9 @@
 """ACLs with Kafka's StandardAuthorizer semantics (issue 21), driven by confluent-kafka over SASL.
 
 One broker with `authorizer.class.name` set, User:admin as super user, and PLAIN users on a
-SASL_PLAINTEXT listener; its PLAINTEXT listener serves User:ANONYMOUS, who has no ACLs. The admin
+SASL_PLAINTEXT listener (carol has no ACL at all); its PLAINTEXT listener serves User:ANONYMOUS,
+a super user too, as Kafka in KRaft mode needs for its PLAINTEXT controller listener (the suite's
+own view of the broker). The admin
 creates, describes and deletes ACLs with the AdminClient (they survive a restart); a transactional
 copy runs with the ACLs it needs and no more; every missing ACL is answered with Kafka's
 authorization error and changes nothing; DENY wins over ALLOW.
@@ -31,17 +33,18 @@ from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.static.primitive import i8
 from rawclient import RawClient
+from conftest import start_secured
 from txnclients import QUIET, close_quietly
 
 from minikafka.protocol.errors import ErrorCode
 from minikafka.security.certs import make_certs
 
-from minikafka.testing import BrokerProcess, free_port  # noqa: I001
+from minikafka.testing import free_port
 
 pytestmark = pytest.mark.integration
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
-        'user_admin="admin-pw" user_alice="alice-pw" user_bob="bob-pw";')
+        'user_admin="admin-pw" user_alice="alice-pw" user_bob="bob-pw" user_carol="carol-pw";')
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
 LITERAL, PREFIXED = ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED
 
@@ -58,9 +61,9 @@ def authz(tmp_path_factory: pytest.TempPathFactory) -> Any:
         "sasl.enabled.mechanisms": "PLAIN",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "super.users": "User:admin",
+        "super.users": "User:admin;User:ANONYMOUS",
     }
-    broker = BrokerProcess(tmp_path_factory.mktemp("authz") / "data", overrides=overrides).start()
+    broker = start_secured(tmp_path_factory.mktemp("authz") / "data", overrides)
     MTLS[:] = [mtls, certs]
     yield broker, sasl
     broker.stop()
@@ -152,8 +155,8 @@ def test_only_the_admin_may_manage_acls(authz: Any) -> None:
     err = future_errors(bob.delete_acls([everything]))[everything]
     assert err is not None and err.code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
     # librdkafka does not surface DescribeAcls' top-level error (against Kafka neither): read it raw,
-    # as User:ANONYMOUS on the PLAINTEXT listener.
-    with RawClient("127.0.0.1", authz[0].port) as c:
+    # as carol, who has no ACL.
+    with _raw_client(authz[1], "carol", "carol-pw") as c:
         resp = c.request(DescribeAclsRequest(resource_type_filter=i8(1), resource_name_filter=None,
                                              pattern_type_filter=i8(1), principal_filter=None, host_filter=None,
                                              operation=i8(1), permission_type=i8(1)), 3)
@@ -231,9 +234,9 @@ def test_each_missing_acl_gets_kafkas_error_and_changes_nothing(authz: Any) -> N
     bob_admin = AdminClient({**bob, **QUIET})
     topics = bob_admin.list_topics(timeout=15).topics
     assert topic in topics and all(t == topic or t.startswith("__") is False for t in topics)
-    anonymous = AdminClient({"bootstrap.servers": f"127.0.0.1:{authz[0].port}", **QUIET})
-    assert anonymous.list_topics(timeout=15).topics == {}
-    err = future_errors(anonymous.create_topics([NewTopic(uniq("nope"), 1, 1)]))
+    carol = AdminClient({**as_user(authz, "carol"), **QUIET})  # no ACL at all
+    assert carol.list_topics(timeout=15).topics == {}
+    err = future_errors(carol.create_topics([NewTopic(uniq("nope"), 1, 1)]))
     assert [e.code() for e in err.values()] == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
 
 
@@ -276,11 +279,12 @@ def test_admin_requests_are_checked_per_resource(authz: Any) -> None:
     assert theirs in admin(authz).list_topics(timeout=15).topics  # untouched
 
 
-def _raw_admin(port: int) -> RawClient:
-    """A raw connection authenticated as the admin (SASL/PLAIN over SaslHandshake v1)."""
+def _raw_client(port: int, user: str = "admin", password: str = "admin-pw") -> RawClient:
+    """A raw connection authenticated as `user` (SASL/PLAIN over SaslHandshake v1)."""
     c = RawClient("127.0.0.1", port)
     assert c.request(SaslHandshakeRequest(mechanism="PLAIN"), 1).error_code == ErrorCode.none
-    assert c.request(SaslAuthenticateRequest(auth_bytes=b"\0admin\0admin-pw"), 2).error_code == ErrorCode.none
+    token = b"\0" + user.encode() + b"\0" + password.encode()
+    assert c.request(SaslAuthenticateRequest(auth_bytes=token), 2).error_code == ErrorCode.none
     return c
 
 
@@ -289,23 +293,33 @@ def test_acl_requests_with_invalid_values_are_refused_and_store_nothing(authz: A
     topic = uniq("bad-acl")
     good = dict(resource_type=i8(2), resource_name=topic, resource_pattern_type=i8(3), principal="User:alice",
                 host="*", operation=i8(3), permission_type=i8(3))
-    bad = [
+    bad = [  # each refused on its own, with Kafka 4.3.1's messages
         ({**good, "resource_type": i8(99)}, "Invalid resourceType UNKNOWN"),
-        ({**good, "resource_pattern_type": i8(2)}, "Invalid patternType MATCH"),
-        ({**good, "operation": i8(1)}, "Invalid operation ANY"),
-        ({**good, "permission_type": i8(0)}, "Invalid permissionType UNKNOWN"),
-        ({**good, "principal": "alice"}, "Could not parse principal"),
+        ({**good, "resource_type": i8(4)}, "The only valid name for the CLUSTER resource is kafka-cluster"),
         ({**good, "resource_name": ""}, "Invalid empty resource name"),
+        ({**good, "principal": "alice"}, "Could not parse principal from `alice` (no colon is present separating "
+                                         "the principal type from the principal name)"),
     ]
-    with _raw_admin(port) as c:
+    everything = DescribeAclsRequest(resource_type_filter=i8(1), resource_name_filter=topic, pattern_type_filter=i8(1),
+                                     principal_filter=None, host_filter=None, operation=i8(1), permission_type=i8(1))
+    with _raw_client(port) as c:
         resp = c.request(CreateAclsRequest(creations=tuple(AclCreation(**fields) for fields, _ in bad)), 3)
         for result, (_, message) in zip(resp.results, bad, strict=True):
-            assert result.error_code == ErrorCode.invalid_request and message in (result.error_message or "")
-        resp = c.request(DescribeAclsRequest(resource_type_filter=i8(2), resource_name_filter=topic,
-                                             pattern_type_filter=i8(0), principal_filter=None, host_filter=None,
-                                             operation=i8(1), permission_type=i8(1)), 3)
-        assert resp.error_code == ErrorCode.invalid_request  # an UNKNOWN pattern filter
-        resp = c.request(DescribeAclsRequest(resource_type_filter=i8(1), resource_name_filter=topic,
-                                             pattern_type_filter=i8(1), principal_filter=None, host_filter=None,
-                                             operation=i8(1), permission_type=i8(1)), 3)
-        assert (resp.error_code, resp.resources) == (ErrorCode.none, ())  # nothing was stored
+            assert result.error_code == ErrorCode.invalid_request and message in (result.error_message or ""), [
+                (r.error_code, r.error_message) for r in resp.results]
+        assert c.request(everything, 3).resources == ()  # nothing was stored
+        # ANY or MATCH, which only filters take: all of the request fails, as in Kafka
+        resp = c.request(CreateAclsRequest(creations=(AclCreation(**good), AclCreation(**{**good, "operation": i8(1)}),
+                                                      AclCreation(**{**good, "resource_pattern_type": i8(2)}))), 3)
+        assert [(r.error_code, r.error_message) for r in resp.results] == [(ErrorCode.unknown_server_error, None)] * 3
+        assert c.request(everything, 3).resources == ()
+    # An UNKNOWN code (0) anywhere: the request does not parse, as in Kafka; the connection closes.
+    with _raw_client(port) as c:
+        c.send(CreateAclsRequest(creations=(AclCreation(**good), AclCreation(**{**good, "operation": i8(0)}))), 3)
+        assert c.is_closed()
+    with _raw_client(port) as c:
+        c.send(DescribeAclsRequest(resource_type_filter=i8(2), resource_name_filter=topic, pattern_type_filter=i8(0),
+                                   principal_filter=None, host_filter=None, operation=i8(1), permission_type=i8(1)), 3)
+        assert c.is_closed()
+    with _raw_client(port) as c:
+        assert c.request(everything, 3).resources == ()  # not even the valid one of that request

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from clients import create_topic, uniq, watermarks
+from conftest import start_secured
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import (
     AclBindingFilter,
@@ -26,7 +27,7 @@ from confluent_kafka.admin import (
 from kafka_ref import jars_or_skip, kafka_configs, kafka_tool
 
 from minikafka.security.certs import make_certs
-from minikafka.testing import BrokerProcess, free_port
+from minikafka.testing import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -37,13 +38,13 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Any:
     tmp = tmp_path_factory.mktemp("java-security")
     certs = make_certs(tmp / "certs")
     port = free_port()
-    broker = BrokerProcess(tmp / "data", overrides={
+    broker = start_secured(tmp / "data", {
         "listeners": f"PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:{port}",
         "sasl.enabled.mechanisms": "SCRAM-SHA-512",
         **certs.broker_properties(),
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": "User:admin;User:ANONYMOUS",  # ANONYMOUS: the PLAINTEXT listener, for set-up
-    }).start()
+    })
 
     def client_config(user: str) -> Path:
         path = tmp / f"{user}.properties"

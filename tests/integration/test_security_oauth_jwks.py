@@ -16,11 +16,12 @@ from typing import Any
 import jwt
 import pytest
 from clients import create_topic, uniq, watermarks
+from conftest import start_secured
 from confluent_kafka import Producer, TopicPartition
 from cryptography.hazmat.primitives.asymmetric import rsa
 from txnclients import QUIET
 
-from minikafka.testing import BrokerProcess, free_port
+from minikafka.testing import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -62,15 +63,19 @@ def idp() -> Iterator[str]:
 def oauth_broker(tmp_path_factory: pytest.TempPathFactory, idp: str) -> Iterator[Any]:
     port = free_port()
     prefix = "listener.name.sasl_plaintext.oauthbearer."
-    broker = BrokerProcess(tmp_path_factory.mktemp("jwks") / "data", overrides={
+    # Kafka 4.x reads a JWKS only from URLs its JVM was told to allow
+    broker = start_secured(tmp_path_factory.mktemp("jwks") / "data", env={
+        "KAFKA_OPTS": f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={idp}"}, overrides={
         "listeners": f"PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:{port}",
         "sasl.enabled.mechanisms": "OAUTHBEARER",
-        prefix + "sasl.jaas.config": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required ;",
+        # unsecuredLoginStringClaim_sub: the broker's own token, which Kafka logs in with at start-up
+        prefix + "sasl.jaas.config": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                                     'unsecuredLoginStringClaim_sub="broker";',
         prefix + "sasl.server.callback.handler.class":
             "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
         "sasl.oauthbearer.jwks.endpoint.url": idp,
         "sasl.oauthbearer.expected.audience": "kafka",
-    }).start()
+    })
     yield broker, port
     broker.stop()
 

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import structlog
 
 from minikafka.broker.context import RequestContext
+from minikafka.broker.dispatch import CloseConnection
 from minikafka.broker.handlers.describe_acls import NO_AUTHORIZER
 from minikafka.broker.services import BrokerServices
 from minikafka.protocol import messages
@@ -27,6 +28,9 @@ class DeleteAclsHandler:
     svc: BrokerServices
 
     async def __call__(self, ctx: RequestContext, req: Any) -> messages.DeleteAclsResponse:
+        if any(0 in (f.resource_type_filter, f.pattern_type_filter, f.operation, f.permission_type) for f in req.filters):
+            # Kafka refuses to parse it (an UNKNOWN code, 0): the connection closes
+            raise CloseConnection("DeleteAclsRequest contains UNKNOWN elements")
         acls = self.svc.acls
         if acls is None:
             return messages.DeleteAclsResponse(throttle_time=ZERO_MS, filter_results=tuple(

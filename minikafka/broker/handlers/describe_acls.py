@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from minikafka.broker.context import RequestContext
+from minikafka.broker.dispatch import CloseConnection
 from minikafka.broker.services import BrokerServices
 from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
@@ -31,6 +32,9 @@ class DescribeAclsHandler:
     svc: BrokerServices
 
     async def __call__(self, ctx: RequestContext, req: Any) -> messages.DescribeAclsResponse:
+        if 0 in (req.resource_type_filter, req.pattern_type_filter, req.operation, req.permission_type):
+            # Kafka refuses to parse it (an UNKNOWN code, 0): the connection closes
+            raise CloseConnection("DescribeAclsRequest contains UNKNOWN elements")
         acls = self.svc.acls
         if acls is None:
             return messages.DescribeAclsResponse(throttle_time=ZERO_MS, error_code=ErrorCode.security_disabled,

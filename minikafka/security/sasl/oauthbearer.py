@@ -94,8 +94,9 @@ class UnsecuredValidator:
         granted = set(scope.split() if isinstance(scope, str) else scope if isinstance(scope, list) else [])
         missing = [s for s in self.required_scope if s not in granted]
         if missing:
+            # Kafka renders the required scope as a Java list: [kafka, write]
             raise InvalidToken(f"The provided scope lacked a required scope: {missing[0]}",
-                               scope=" ".join(self.required_scope))
+                               scope="[" + ", ".join(self.required_scope) + "]")
         return ValidToken(principal, exp_ms)
 
 

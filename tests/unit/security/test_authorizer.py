@@ -94,7 +94,8 @@ def test_any_topic_for_idempotent_producers() -> None:
     (AclBinding(TOPIC, "t", LIT, "User:a", "*", Operation.READ, Permission.ANY), "Invalid permissionType ANY"),
     (AclBinding(CLUSTER, "c", LIT, "User:a", "*", Operation.ALTER, ALLOW), "The only valid name for the CLUSTER"),
     (AclBinding(TOPIC, "", LIT, "User:a", "*", Operation.READ, ALLOW), "Invalid empty resource name"),
-    (AclBinding(TOPIC, "t", LIT, "alice", "*", Operation.READ, ALLOW), "Could not parse principal"),
+    (AclBinding(TOPIC, "t", LIT, "alice", "*", Operation.READ, ALLOW), "Could not parse principal from `alice` "
+                                                                        r"\(no colon is present"),
     (AclBinding.of(99, "t", 3, "User:a", "*", 3, 3), "Invalid resourceType UNKNOWN"),
 ])
 def test_invalid_bindings(binding: AclBinding, message: str) -> None:

@@ -65,7 +65,7 @@ def test_a_bad_token_is_answered_with_invalid_token_then_fails(tok: str) -> None
 
 def test_a_missing_scope_is_insufficient_scope_with_the_required_scope() -> None:
     s = server(UnsecuredValidator.from_options({"unsecuredValidatorRequiredScope": "kafka write"}))
-    assert s.evaluate(message(token(GOOD))) == b'{"status":"insufficient_scope", "scope":"kafka write"}'
+    assert s.evaluate(message(token(GOOD))) == b'{"status":"insufficient_scope", "scope":"[kafka, write]"}'
 
 
 def test_the_clock_skew_and_claim_names_are_options() -> None:

@@ -44,6 +44,14 @@ def test_before_authentication_only_the_sasl_sequence_passes() -> None:
     assert s.passes_all and s.principal == KafkaPrincipal("User", "alice") and s.max_frame_size is None
 
 
+def test_a_request_out_of_sequence_after_the_handshake_is_refused_with_an_answer() -> None:
+    s = sasl_session()
+    assert not s.refusal(PRODUCE)  # before the handshake: closed without an answer
+    s.handshake("PLAIN", 1)
+    assert not s.refusal(AUTHENTICATE)
+    assert s.refusal(PRODUCE) and s.failed and not s.admit(AUTHENTICATE, 0)
+
+
 def test_an_unsupported_mechanism_fails_the_connection() -> None:
     s = sasl_session()
     assert s.handshake("SCRAM-SHA-256", 1) == (ErrorCode.unsupported_sasl_mechanism, ("PLAIN",))
