@@ -27,6 +27,7 @@ The checks (Kafka 4.x KafkaApis):
   DescribeConfigs / (Incremental)AlterConfigs  DESCRIBE_CONFIGS / ALTER_CONFIGS on each resource
   DescribeClientQuotas, ListConfigResources / AlterClientQuotas  DESCRIBE_CONFIGS / ALTER_CONFIGS CLUSTER
   ApiVersions, SaslHandshake, SaslAuthenticate, DescribeCluster: anyone
+  The authorized-operations bitfields (KIP-430) a client asks for: the principal's own
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from minikafka.broker.authorized_operations import OMITTED, cluster_ops, group_ops, topic_ops, with_operations
 from minikafka.broker.context import RequestContext
 from minikafka.broker.dispatch import Handler, error_response
 from minikafka.broker.refusals import (
@@ -386,13 +388,31 @@ def _add_partitions_to_txn(who: Who, req: Any, handler: Handler) -> Awaitable[An
     return run()
 
 
+async def _describe_groups(who: Who, req: Any, handler: Handler) -> Any:
+    """DescribeGroups: a group the principal may not describe is answered GROUP_AUTHORIZATION_FAILED
+    in its place (KafkaApis), the others by the handler, in the order asked."""
+    ok, denied = _split(req.groups, lambda g: who.can(Operation.DESCRIBE, GROUP, g))
+    response = await _call(handler, who, dataclasses.replace(req, groups=ok)) if ok else \
+        _only(handler, req, "groups", ())
+    cls = nested(15, "groups")
+    refused = {g: cls(error_code=GROUP_DENIED, error_message=None, group_id=g, group_state="", protocol_type="",
+                      protocol_data="", members=(), authorized_operations=OMITTED) for g in denied}
+    described = {g.group_id: g for g in response.groups}
+    return dataclasses.replace(response, groups=tuple(refused.get(g) or described[g] for g in req.groups
+                                                      if g in refused or g in described))
+
+
+async def _anyone(who: Who, req: Any, handler: Handler) -> Any:
+    return await _call(handler, who, req)
+
+
 READ, WRITE, DESCRIBE, ALTER = Operation.READ, Operation.WRITE, Operation.DESCRIBE, Operation.ALTER
 
 POLICIES: dict[int, Policy] = {
     0: _produce,
     1: per_topic(READ, "topics", "responses", fetch_denied, name=lambda t: t.topic),
     2: per_topic(DESCRIBE, "topics", "topics", list_offsets_denied),
-    3: _metadata,
+    3: with_operations(_metadata, topic_ops),
     8: _then(on_group(READ), per_topic(READ, "topics", "topics", via_error_response("topics", "topics"))),
     9: _offset_fetch,
     10: _find_coordinator,
@@ -400,7 +420,7 @@ POLICIES: dict[int, Policy] = {
     12: needs(on_group(READ)),
     13: needs(on_group(READ)),
     14: needs(on_group(READ)),
-    15: _filtered("groups", lambda who, g: who.can(DESCRIBE, GROUP, g.group_id)),
+    15: with_operations(_describe_groups, group_ops),
     16: _filtered("groups", lambda who, g: who.cluster(DESCRIBE) or who.can(DESCRIBE, GROUP, g.group_id)),
     19: _create_topics,
     20: per_topic(Operation.DELETE, "topics", "responses", delete_topics_denied, name=lambda t: t.name or ""),
@@ -434,9 +454,12 @@ POLICIES: dict[int, Policy] = {
     65: _describe_transactions,
     66: _filtered("transaction_states", lambda who, s: who.can(DESCRIBE, TXN_ID, s.transactional_id)),
     68: needs(on_group(READ)),
-    69: needs(lambda who, req: None if all(who.can(DESCRIBE, GROUP, g) for g in req.group_ids) else GROUP_DENIED),
+    60: with_operations(_anyone, cluster_ops),  # DescribeCluster: anyone, its bits the principal's
+    69: with_operations(needs(lambda who, req: None if all(who.can(DESCRIBE, GROUP, g) for g in req.group_ids)
+                              else GROUP_DENIED), group_ops),
     74: needs(on_cluster(Operation.DESCRIBE_CONFIGS)),
-    75: per_topic(DESCRIBE, "topics", "topics", topic_partitions_denied),
+    75: with_operations(per_topic(DESCRIBE, "topics", "topics", topic_partitions_denied),
+                        topic_ops),
     88: needs(on_group(READ)),
     89: needs(lambda who, req: None if all(who.can(DESCRIBE, GROUP, g) for g in req.group_ids) else GROUP_DENIED),
 }

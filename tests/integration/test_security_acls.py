@@ -11,11 +11,13 @@ authorization error and changes nothing; DENY wins over ALLOW.
 
 from __future__ import annotations
 
+import contextlib
+import time
 from typing import Any
 
 import pytest
-from clients import future_errors, read_to_eof, uniq
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from clients import future_errors, read_to_eof, uniq, watermarks
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicCollection, TopicPartition
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -29,9 +31,11 @@ from confluent_kafka.admin import (
 )
 from kio.schema.create_acls.v3.request import AclCreation, CreateAclsRequest
 from kio.schema.describe_acls.v3.request import DescribeAclsRequest
+from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
+from kio.schema.write_txn_markers.v1.request import WritableTxnMarker, WritableTxnMarkerTopic, WriteTxnMarkersRequest
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
-from kio.static.primitive import i8
+from kio.static.primitive import i8, i16, i32, i64
 from rawclient import RawClient
 from conftest import start_secured
 from txnclients import QUIET, close_quietly
@@ -323,3 +327,51 @@ def test_acl_requests_with_invalid_values_are_refused_and_store_nothing(authz: A
         assert c.is_closed()
     with _raw_client(port) as c:
         assert c.request(everything, 3).resources == ()  # not even the valid one of that request
+
+
+def test_authorized_operations_are_the_principals_own(authz: Any) -> None:
+    """KIP-430 with an authorizer: what a client asks to know of a topic, a group or the cluster is
+    what its ACLs allow (READ implies DESCRIBE), not every operation."""
+    topic, group = uniq("ops"), uniq("ops-group")
+    create_topics(authz, topic)
+    allow(authz, acl(ResourceType.TOPIC, topic, "bob", AclOperation.READ),
+          acl(ResourceType.GROUP, group, "bob", AclOperation.DESCRIBE))
+    bob = admin(authz, "bob")
+    (described,) = bob.describe_topics(TopicCollection([topic]), include_authorized_operations=True).values()
+    assert sorted(op.name for op in described.result(30).authorized_operations) == ["DESCRIBE", "READ"]
+    cluster = bob.describe_cluster(include_authorized_operations=True).result(30)
+    assert cluster.authorized_operations is None  # no operation at all: librdkafka reports None (Kafka too)
+    (g,) = bob.describe_consumer_groups([group], include_authorized_operations=True).values()
+    assert [op.name for op in g.result(30).authorized_operations] == ["DESCRIBE"]
+
+
+def test_transaction_apis_without_acls_are_refused(authz: Any) -> None:
+    """Carol has no ACL: an idempotent producer cannot get a producer id (IDEMPOTENT_WRITE on the
+    cluster or WRITE on some topic is needed), DescribeTransactions does not tell her about a
+    transaction, and WriteTxnMarkers (ALTER or CLUSTER_ACTION on the cluster) writes nothing."""
+    topic = uniq("txn-apis")
+    create_topics(authz, topic)
+    errors: list[Any] = []
+    p = Producer({**as_user(authz, "carol"), "enable.idempotence": True, "message.timeout.ms": 10000,
+                  "error_cb": lambda e: errors.append(e.code()), **QUIET})
+    p.produce(topic, value=b"x")
+    deadline = time.monotonic() + 15
+    while KafkaError.CLUSTER_AUTHORIZATION_FAILED not in errors and time.monotonic() < deadline:
+        try:
+            p.poll(0.1)
+        except KafkaException as exc:  # a fatal error (no producer id) is raised from poll
+            errors.append(exc.args[0].code())
+    with contextlib.suppress(KafkaException):  # the producer is in a fatal state: it raises it again
+        p.purge()
+        p.flush(1)
+    assert KafkaError.CLUSTER_AUTHORIZATION_FAILED in errors, errors
+    _, port = authz
+    with _raw_client(port, "carol", "carol-pw") as c:
+        (state,) = c.request(DescribeTransactionsRequest(transactional_ids=(uniq("tid"),)), 0).transaction_states
+        assert state.error_code == ErrorCode.transactional_id_authorization_failed
+        marker = WritableTxnMarker(producer_id=i64(1), producer_epoch=i16(0), transaction_result=False,
+                                   topics=(WritableTxnMarkerTopic(name=topic, partition_indexes=(i32(0),)),),
+                                   coordinator_epoch=i32(0))
+        (result,) = c.request(WriteTxnMarkersRequest(markers=(marker,)), 1).markers
+        assert [p.error_code for t in result.topics for p in t.partitions] == [ErrorCode.cluster_authorization_failed]
+    assert watermarks(authz[0].bootstrap, TopicPartition(topic, 0)) == (0, 0)  # no marker was written

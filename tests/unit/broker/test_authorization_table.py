@@ -12,7 +12,7 @@ from minikafka.protocol import versions
 
 pytestmark = pytest.mark.unit
 
-OPEN_TO_ANYONE = {17, 18, 36, 60}  # SaslHandshake, ApiVersions, SaslAuthenticate, DescribeCluster
+OPEN_TO_ANYONE = {17, 18, 36}  # SaslHandshake, ApiVersions, SaslAuthenticate
 
 
 def test_every_served_api_is_checked_or_open_to_anyone() -> None:
