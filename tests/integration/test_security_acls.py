@@ -375,3 +375,26 @@ def test_transaction_apis_without_acls_are_refused(authz: Any) -> None:
         (result,) = c.request(WriteTxnMarkersRequest(markers=(marker,)), 1).markers
         assert [p.error_code for t in result.topics for p in t.partitions] == [ErrorCode.cluster_authorization_failed]
     assert watermarks(authz[0].bootstrap, TopicPartition(topic, 0)) == (0, 0)  # no marker was written
+
+
+def test_offsets_in_a_transaction_need_read_on_the_group(authz: Any) -> None:
+    """Alice may write the transaction and its topic but not read the group: sending the consumer's
+    offsets to the transaction (AddOffsetsToTxn, READ on the group) is refused with
+    GROUP_AUTHORIZATION_FAILED, and the transaction can still be aborted."""
+    topic, group, tid = uniq("no-group"), uniq("g"), uniq("tid")
+    create_topics(authz, topic)
+    allow(authz, acl(ResourceType.TOPIC, topic, "alice", AclOperation.WRITE),
+          acl(ResourceType.TRANSACTIONAL_ID, tid, "alice", AclOperation.WRITE))
+    consumer = Consumer({**as_user(authz, "alice"), "group.id": group, **QUIET})
+    producer = Producer({**as_user(authz, "alice"), "transactional.id": tid, **QUIET})
+    try:
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        producer.produce(topic, value=b"x")
+        with pytest.raises(KafkaException) as info:
+            producer.send_offsets_to_transaction([TopicPartition(topic, 0, 1)], consumer.consumer_group_metadata(), 30)
+        assert info.value.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+        producer.abort_transaction(30)
+    finally:
+        consumer.close()
+        close_quietly(producer)
