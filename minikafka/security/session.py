@@ -86,6 +86,7 @@ class Session:
         self._reauth_bad_mechanism: str | None = None
         self.expires_at_ms: int | None = None
         self._credential_expiry: int | None = None
+        self._changed_principal = ""  # the failure message of a re-authentication as someone else
         # Every request passes without a look at it: the common case costs one attribute read.
         self.passes_all = self.state == "open"
 
