@@ -242,7 +242,7 @@ class Broker:
         insecure = ignored_security_configs(c)
         if insecure:
             log.warning("security_configs_ignored", names=insecure,
-                        why="minikafka has no authorizer yet: every authenticated client may do everything")
+                        why="minikafka does not implement them (its own principal builder and authorizer only)")
 
     def _every(self, interval_ms: int, fn: Callable[[], Awaitable[None] | None]) -> None:
         lock = asyncio.Lock()  # one run of fn at a time: its own loop's, or one run_timers asked for

@@ -41,8 +41,7 @@ _conn_ids = itertools.count(1)
 READ_CHUNK = 256 * 1024
 
 
-class _Refused(Exception):
-    """A request out of the SASL sequence that Kafka answers with an error before closing."""
+PASS, REFUSE, CLOSE = "pass", "refuse", "close"  # the session's verdicts on a request (Connection._admit)
 
 
 class Connection:
@@ -96,16 +95,16 @@ class Connection:
                         self.busy = True
                         try:
                             gated = not session.passes_all  # authenticating, or a session that expires
-                            try:
-                                if gated and not self._admit(frame):
+                            if gated:
+                                if session.raw_tokens:  # after SaslHandshake v0: bare tokens
+                                    self._raw_sasl_token(frame)
+                                    continue
+                                verdict = self._admit(frame)
+                                if verdict is REFUSE:
+                                    await self._fail_authentication(
+                                        refusal(self.registry, frame, ErrorCode.illegal_sasl_state))
+                                if verdict is not PASS:
                                     return
-                            except _Refused:
-                                await self._fail_authentication(
-                                    refusal(self.registry, frame, ErrorCode.illegal_sasl_state))
-                                return
-                            if session.raw_tokens:
-                                self._raw_sasl_token(frame)
-                                continue
                             answer = await dispatch(self.registry, frame, self.conn_id, self.peer,
                                                     self._now_ms(), self.client, self.throttler, self.faults,
                                                     session)
@@ -140,21 +139,20 @@ class Connection:
             self.decoder.release_buffer()
             self.close()
 
-    def _admit(self, frame: bytes) -> bool:
-        """The session's word on a request before it is decoded (False: close, as Kafka does for
-        a request out of the authentication sequence or on an expired session)."""
+    def _admit(self, frame: bytes) -> str:
+        """The session's word on a request before it is decoded: PASS; REFUSE (after the SASL
+        handshake, Kafka answers it with its API's error, then closes); CLOSE (before the
+        handshake, or on an expired session, Kafka only closes)."""
         session = self.session
-        if session.raw_tokens:
-            return True
         api_key = int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
         if session.admit(api_key, self._now_ms()):
-            return True
+            return PASS
         if session.refusal(api_key):
-            raise _Refused(api_key)
+            return REFUSE
         log.warning("request_before_authentication" if not session.authenticated else "session_expired",
                     conn_id=self.conn_id, peer=self.peer, listener=session.listener.name, api_key=api_key,
                     state=session.state)
-        return False
+        return CLOSE
 
     def _raw_sasl_token(self, frame: bytes) -> None:
         """SaslHandshake v0: a bare token in, a bare token out; a failure closes the connection."""

@@ -18,7 +18,7 @@ from minikafka.security.principal import ANONYMOUS, KafkaPrincipal, NoMatchingRu
 from minikafka.security.jaas import parse_jaas_options
 from minikafka.security.jwks import VALIDATOR_CLASSES, JwksValidator
 from minikafka.security.sasl.oauthbearer import UnsecuredValidator
-from minikafka.security.sasl.plain import plain_users
+from minikafka.security.sasl.plain import users_of
 from minikafka.security.session import SUPPORTED_MECHANISMS, SaslSettings, Session
 
 # The configs this room reads (the broker no longer calls them ignored).
@@ -92,6 +92,19 @@ def listener_securities(listeners: str, advertised: str, raw: Mapping[str, str],
     return tuple(out)
 
 
+def _jaas_options(listener: Listener, raw: Mapping[str, str], mechanism: str, example: str) -> dict[str, str]:
+    """The options of a mechanism's JAAS entry on the listener, which Kafka's broker requires
+    (listener.name.<l>.<mechanism>.sasl.jaas.config)."""
+    name = f"{listener.config_prefix}{mechanism}.sasl.jaas.config"
+    jaas = raw.get(name)
+    if not jaas:
+        raise ValueError(f"listener {listener.name}: SASL/{mechanism.upper()} needs {name} ({example})")
+    try:
+        return parse_jaas_options(jaas)
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+
+
 def _sasl_settings(listener: Listener, get: Callable[[str], str | None], raw: Mapping[str, str],
                    scram_credential: Callable[[str, int], ScramCredential | None],
                    now_ms: Callable[[], int]) -> SaslSettings:
@@ -104,27 +117,12 @@ def _sasl_settings(listener: Listener, get: Callable[[str], str | None], raw: Ma
         raise ValueError(f"listener {listener.name}: sasl.enabled.mechanisms is empty")
     users: dict[str, str] = {}
     if "PLAIN" in enabled:
-        jaas_name = f"{listener.config_prefix}plain.sasl.jaas.config"
-        jaas = raw.get(jaas_name)
-        if not jaas:
-            raise ValueError(f"listener {listener.name}: SASL/PLAIN needs its users in {jaas_name} "
-                             '(PlainLoginModule required user_alice="alice-secret";)')
-        try:
-            users = plain_users(jaas)
-        except ValueError as exc:
-            raise ValueError(f"{jaas_name}: {exc}") from None
+        users = users_of(_jaas_options(listener, raw, "plain", 'PlainLoginModule required user_alice="alice-secret";'))
     validator: UnsecuredValidator | JwksValidator = UnsecuredValidator()
     if "OAUTHBEARER" in enabled:
+        options = _jaas_options(listener, raw, "oauthbearer",
+                                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required ;")
         prefix = f"{listener.config_prefix}oauthbearer."
-        jaas_name = prefix + "sasl.jaas.config"
-        jaas = raw.get(jaas_name)
-        if not jaas:
-            raise ValueError(f"listener {listener.name}: SASL/OAUTHBEARER needs {jaas_name} "
-                             "(org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required ;)")
-        try:
-            options = parse_jaas_options(jaas)
-        except ValueError as exc:
-            raise ValueError(f"{jaas_name}: {exc}") from None
         handler = raw.get(prefix + "sasl.server.callback.handler.class")
         if handler in VALIDATOR_CLASSES:  # tokens signed by an identity provider, checked with its JWKS
             try:
@@ -138,7 +136,7 @@ def _sasl_settings(listener: Listener, get: Callable[[str], str | None], raw: Ma
             try:
                 validator = UnsecuredValidator.from_options(options)
             except ValueError as exc:
-                raise ValueError(f"{jaas_name}: {exc}") from None
+                raise ValueError(f"{prefix}sasl.jaas.config: {exc}") from None
     return SaslSettings(mechanisms=enabled, plain_users=users, scram_credential=scram_credential,
                         oauth_validator=validator, now_ms=now_ms,
                         reauth_ms=_int(get, "connections.max.reauth.ms", 0),

@@ -26,7 +26,7 @@ from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v0.request import SaslHandshakeRequest as SaslHandshakeRequestV0
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
-from rawclient import ConnectionClosed, RawClient, api_versions_v3, produce_v9, valid_batch
+from rawclient import RawClient, api_versions_v3, produce_v9, valid_batch
 from txnclients import QUIET, close_quietly, txn_producer, wait_stable
 
 from minikafka.protocol.errors import ErrorCode

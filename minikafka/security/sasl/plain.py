@@ -7,15 +7,14 @@ from __future__ import annotations
 import hmac
 from collections.abc import Mapping
 
-from minikafka.security.jaas import parse_jaas_options
 from minikafka.security.sasl import SaslFailure
 
 MECHANISM = "PLAIN"
 
 
-def plain_users(jaas: str) -> dict[str, str]:
+def users_of(options: Mapping[str, str]) -> dict[str, str]:
     """user name -> password from PlainLoginModule's `user_<name>` options."""
-    return {k[len("user_"):]: v for k, v in parse_jaas_options(jaas).items() if k.startswith("user_")}
+    return {k[len("user_"):]: v for k, v in options.items() if k.startswith("user_")}
 
 
 class PlainServer:

@@ -12,7 +12,7 @@ import pytest
 from minikafka.scram.credentials import credential_from_salted_password, salted_password
 from minikafka.security.sasl import SaslFailure
 from minikafka.security.jaas import parse_jaas_options
-from minikafka.security.sasl.plain import PlainServer, plain_users
+from minikafka.security.sasl.plain import PlainServer, users_of
 from minikafka.security.sasl.scram import ScramServer
 
 pytestmark = pytest.mark.unit
@@ -22,7 +22,7 @@ JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required userna
 
 
 def test_plain_users_come_from_the_jaas_user_options() -> None:
-    assert plain_users(JAAS) == {"admin": "admin-secret", "alice": 'al"ice'}
+    assert users_of(parse_jaas_options(JAAS)) == {"admin": "admin-secret", "alice": 'al"ice'}
     assert parse_jaas_options(JAAS)["username"] == "admin"
     with pytest.raises(ValueError, match="control flag"):
         parse_jaas_options('PlainLoginModule user_a="b";')
