@@ -196,13 +196,11 @@ def _only(handler: Handler, req: Any, answer_field: str, refused: tuple[Any, ...
     return dataclasses.replace(response, **{answer_field: refused})
 
 
-def _produce(who: Who, req: Any, handler: Handler) -> Awaitable[Any]:
-    async def run() -> Any:
-        if _transactional(req) and (req.transactional_id is None
-                                    or not who.can(Operation.WRITE, TXN_ID, req.transactional_id)):
-            return handler.error_response(req, TXN_DENIED)  # type: ignore[attr-defined]
-        return await _PRODUCE_TOPICS(who, req, handler)
-    return run()
+async def _produce(who: Who, req: Any, handler: Handler) -> Any:
+    if _transactional(req) and (req.transactional_id is None
+                                or not who.can(Operation.WRITE, TXN_ID, req.transactional_id)):
+        return handler.error_response(req, TXN_DENIED)  # type: ignore[attr-defined]
+    return await _PRODUCE_TOPICS(who, req, handler)
 
 
 def _transactional(req: Any) -> bool:
@@ -219,6 +217,8 @@ def _transactional(req: Any) -> bool:
 
 
 _PRODUCE_TOPICS = per_topic(Operation.WRITE, "topic_data", "responses", via_error_response("topic_data", "responses"))
+_OFFSET_TOPICS = per_topic(Operation.READ, "topics", "topics", via_error_response("topics", "topics"))
+_CREATE_TOPICS = per_topic(Operation.CREATE, "topics", "topics", create_topics_denied)
 
 
 def _then(check: Callable[[Who, Any], ErrorCode | None], policy: Policy) -> Policy:
@@ -235,8 +235,9 @@ def _can_create(who: Who, name: str) -> bool:
 
 
 async def _create_topics(who: Who, req: Any, handler: Handler) -> Any:
-    return await per_topic(Operation.CREATE, "topics", "topics", create_topics_denied)(who, req, handler) \
-        if not who.cluster(Operation.CREATE) else await _call(handler, who, req)
+    if who.cluster(Operation.CREATE):
+        return await _call(handler, who, req)
+    return await _CREATE_TOPICS(who, req, handler)
 
 
 async def _metadata(who: Who, req: Any, handler: Handler) -> Any:
@@ -359,33 +360,27 @@ def _configs(op: Operation, answer_field: str, api_key: int) -> Policy:
     return policy
 
 
-def _txn_offset_commit(who: Who, req: Any, handler: Handler) -> Awaitable[Any]:
-    async def run() -> Any:
-        if not who.can(Operation.WRITE, TXN_ID, req.transactional_id):
-            return handler.error_response(req, TXN_DENIED)  # type: ignore[attr-defined]
-        if not who.can(Operation.READ, GROUP, req.group_id):
-            return handler.error_response(req, GROUP_DENIED)  # type: ignore[attr-defined]
-        return await per_topic(Operation.READ, "topics", "topics", via_error_response("topics", "topics"))(
-            who, req, handler)
-    return run()
+async def _txn_offset_commit(who: Who, req: Any, handler: Handler) -> Any:
+    if not who.can(Operation.WRITE, TXN_ID, req.transactional_id):
+        return handler.error_response(req, TXN_DENIED)  # type: ignore[attr-defined]
+    if not who.can(Operation.READ, GROUP, req.group_id):
+        return handler.error_response(req, GROUP_DENIED)  # type: ignore[attr-defined]
+    return await _OFFSET_TOPICS(who, req, handler)
 
 
-def _add_partitions_to_txn(who: Who, req: Any, handler: Handler) -> Awaitable[Any]:
-    async def run() -> Any:
-        if not who.can(Operation.WRITE, TXN_ID, req.v3_and_below_transactional_id):
-            return handler.error_response(req, TXN_DENIED)  # type: ignore[attr-defined]
-        denied = [t for t in req.v3_and_below_topics if not t.name.startswith("__")
-                  and not who.can(Operation.WRITE, TOPIC, t.name)]
-        if denied:
-            # Kafka adds none of them: the denied ones fail, the rest OPERATION_NOT_ATTEMPTED.
-            response = handler.error_response(req, ErrorCode.operation_not_attempted)  # type: ignore[attr-defined]
-            names = {t.name for t in denied}
-            return dataclasses.replace(response, results_by_topic_v3_and_below=tuple(
-                dataclasses.replace(r, results_by_partition=tuple(
-                    dataclasses.replace(p, partition_error_code=TOPIC_DENIED) for p in r.results_by_partition))
-                if r.name in names else r for r in response.results_by_topic_v3_and_below))
+async def _add_partitions_to_txn(who: Who, req: Any, handler: Handler) -> Any:
+    if not who.can(Operation.WRITE, TXN_ID, req.v3_and_below_transactional_id):
+        return handler.error_response(req, TXN_DENIED)  # type: ignore[attr-defined]
+    denied = {t.name for t in req.v3_and_below_topics
+              if not t.name.startswith("__") and not who.can(Operation.WRITE, TOPIC, t.name)}
+    if not denied:
         return await _call(handler, who, req)
-    return run()
+    # Kafka adds none of them: the denied ones fail, the rest OPERATION_NOT_ATTEMPTED.
+    response = handler.error_response(req, ErrorCode.operation_not_attempted)  # type: ignore[attr-defined]
+    return dataclasses.replace(response, results_by_topic_v3_and_below=tuple(
+        dataclasses.replace(r, results_by_partition=tuple(
+            dataclasses.replace(p, partition_error_code=TOPIC_DENIED) for p in r.results_by_partition))
+        if r.name in denied else r for r in response.results_by_topic_v3_and_below))
 
 
 async def _describe_groups(who: Who, req: Any, handler: Handler) -> Any:
@@ -413,7 +408,7 @@ POLICIES: dict[int, Policy] = {
     1: per_topic(READ, "topics", "responses", fetch_denied, name=lambda t: t.topic),
     2: per_topic(DESCRIBE, "topics", "topics", list_offsets_denied),
     3: with_operations(_metadata, topic_ops),
-    8: _then(on_group(READ), per_topic(READ, "topics", "topics", via_error_response("topics", "topics"))),
+    8: _then(on_group(READ), _OFFSET_TOPICS),
     9: _offset_fetch,
     10: _find_coordinator,
     11: needs(on_group(READ)),
