@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import struct
+import time
 from collections.abc import Callable
 
 import structlog
@@ -31,6 +33,7 @@ from minikafka.broker.dispatch import Answer, CloseConnection, HandlerRegistry, 
 from minikafka.broker.fault_door import FaultDoor
 from minikafka.broker.request_memory import RequestMemoryPool
 from minikafka.broker.throttling import Throttler
+from minikafka.observe.meters import Meters
 from minikafka.protocol.errors import ErrorCode, FramingError
 from minikafka.protocol.framing import FrameDecoder, encode_frame
 from minikafka.security.sasl import SaslFailure
@@ -39,6 +42,7 @@ from minikafka.security.session import Session
 log = structlog.get_logger("minikafka.broker")
 _conn_ids = itertools.count(1)
 READ_CHUNK = 256 * 1024
+_API_KEY_AND_VERSION = struct.Struct(">hh")  # the first two fields of every request header
 
 
 PASS, REFUSE, CLOSE = "pass", "refuse", "close"  # the session's verdicts on a request (Connection._admit)
@@ -49,8 +53,9 @@ class Connection:
                  registry: HandlerRegistry, *, max_frame_size: int, now_ms: Callable[[], int],
                  monotonic_ms: Callable[[], int], memory: RequestMemoryPool | None = None,
                  throttler: Throttler | None = None, faults: FaultDoor | None = None,
-                 session: Session) -> None:
+                 session: Session, meters: Meters | None = None) -> None:
         self.reader = reader
+        self.meters = meters or Meters()
         self.session = session
         self.faults = faults
         self.throttler = throttler
@@ -105,6 +110,7 @@ class Connection:
                                         refusal(self.registry, frame, ErrorCode.illegal_sasl_state))
                                 if verdict is not PASS:
                                     return
+                            started = time.perf_counter()
                             answer = await dispatch(self.registry, frame, self.conn_id, self.peer,
                                                     self._now_ms(), self.client, self.throttler, self.faults,
                                                     session)
@@ -117,6 +123,10 @@ class Connection:
                                 await self._throttle(answer)
                             elif answer.data is not None:
                                 self.writer.write(answer.data)
+                            # Kafka's RequestMetrics: per API and version, the time from the
+                            # request read to its answer handed to the socket (TotalTimeMs).
+                            api_key, api_version = _API_KEY_AND_VERSION.unpack_from(frame)
+                            self.meters.request(api_key, api_version, (time.perf_counter() - started) * 1000)
                         except CloseConnection:
                             return
                         finally:

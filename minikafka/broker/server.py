@@ -15,6 +15,7 @@ from minikafka.broker.dispatch import HandlerRegistry
 from minikafka.broker.fault_door import FaultDoor
 from minikafka.broker.request_memory import RequestMemoryPool
 from minikafka.broker.throttling import Throttler
+from minikafka.observe.meters import Meters
 from minikafka.security.principal import NoMatchingRule
 from minikafka.security.settings import ListenerSecurity
 
@@ -26,8 +27,9 @@ class KafkaServer:
                  idle_ms: int, now_ms: Callable[[], int], monotonic_ms: Callable[[], int],
                  memory: RequestMemoryPool | None = None, max_connections: int = 2**31 - 1,
                  max_connections_per_ip: int = 2**31 - 1, throttler: Throttler | None = None,
-                 faults: FaultDoor | None = None) -> None:
+                 faults: FaultDoor | None = None, meters: Meters | None = None) -> None:
         self.registry = registry
+        self.meters = meters
         self.faults = faults
         self.throttler = throttler
         self.memory = memory
@@ -98,7 +100,7 @@ class KafkaServer:
             return
         conn = Connection(reader, writer, self.registry, max_frame_size=self.max_frame_size,
                           now_ms=self._now_ms, monotonic_ms=self._monotonic_ms, memory=self.memory,
-                          throttler=self.throttler, faults=self.faults, session=session)
+                          throttler=self.throttler, faults=self.faults, session=session, meters=self.meters)
         task = asyncio.current_task()
         assert task is not None
         self.connections[conn] = task

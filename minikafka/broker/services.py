@@ -18,6 +18,7 @@ from minikafka.coordinator.producer_ids import ProducerIdAllocator
 from minikafka.coordinator.transaction.coordinator import TransactionCoordinator
 from minikafka.control.invariants import InvariantMonitor
 from minikafka.faults import NO_FAULTS, FaultInjector
+from minikafka.observe.meters import Meters
 from minikafka.protocol import versions
 from minikafka.protocol.types import TopicPartition
 from minikafka.quota.manager import ClientQuotas
@@ -53,6 +54,7 @@ class BrokerServices:
     scram_store: ScramCredentialStore | None = None  # where they persist (set by app.py)
     invariants: InvariantMonitor | None = None  # the opt-in invariant monitor (--check-invariants)
     acls: AclManager | None = None  # the authorizer's ACLs, when authorizer.class.name sets one (app.py)
+    meters: Meters = field(default_factory=Meters)  # counters the hot paths add to (observe/meters.py)
     # Called after each transaction marker is written: (partition, producer id, committed).
     marker_listeners: list[Callable[[TopicPartition, int, bool], None]] = field(default_factory=list)
 

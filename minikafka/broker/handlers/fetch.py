@@ -91,9 +91,12 @@ class FetchHandler:
             return messages.FetchResponse(throttle_time=ZERO_MS, error_code=error, session_id=session_id,
                                           responses=())
         topics: list[tuple[str, list[Any]]] = []
-        for tp, _size, pd in parts:
+        meters = self.svc.meters
+        for tp, size, pd in parts:
             if send is not None and tp not in send:
                 continue
+            if size:
+                meters.fetched(tp.topic, size)
             if topics and topics[-1][0] == tp.topic:
                 topics[-1][1].append(pd)
             else:

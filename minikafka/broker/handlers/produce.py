@@ -85,14 +85,18 @@ class ProduceHandler:
                                     "the partition is not part of the producer's ongoing transaction"
                                     if error is ErrorCode.invalid_txn_state else None)
         monitor = self.svc.invariants
-        end_before = plog.log_end_offset if monitor is not None else 0
+        end_before = plog.log_end_offset
         try:
             result = plog.append(bytearray(records), now_ms=now_ms)
         except (CorruptRecord, InvalidRecord, StorageError) as exc:
+            self.svc.meters.failed_produce[tp.topic] += 1
             return _partition_error(tp.partition, _error_code_for(exc), plog.log_start_offset, str(exc),
                                     getattr(exc, "record_errors", ()))
-        if monitor is not None and plog.log_end_offset > end_before:  # not a duplicate's answer
-            _watch(monitor, tp, records, result.base_offset)
+        appended = plog.log_end_offset - end_before  # 0: a duplicate's answer, nothing appended
+        if appended:
+            self.svc.meters.produced(tp.topic, appended, len(records))
+            if monitor is not None:
+                _watch(monitor, tp, records, result.base_offset)
         if transactional_id is not None:
             self.svc.faults.reach(faults.AFTER_TXN_PRODUCE)
         return messages.PartitionProduceResponse(

@@ -71,6 +71,10 @@ class TransactionCoordinator:
         self._pending: set[str] = set()
         self._marker_tasks: dict[str, asyncio.Task[None]] = {}
         self.loaded = False
+        # Told of every transition once it is in the log: (what caused it: the request's name,
+        # "timeout", "expiry", "markers" or "repair"; the state before or None; the metadata after).
+        # The broker's metrics count completions, timeouts and fences here (observe/meters.py).
+        self.transition_listeners: list[Callable[[str, TxnState | None, TxnMetadata], None]] = []
 
     def set_transaction_version(self, level: int) -> None:
         """At start-up, and when kafka-features.sh changes the finalized level (UpdateFeatures)."""
@@ -128,7 +132,7 @@ class TransactionCoordinator:
             log.warning("transaction_state_repaired", transactional_id=txn_id, producer_id=meta.producer_id,
                         rebuilt_state=meta.state.kafka_name, repaired_state=fix.transition.target.state.kafka_name,
                         producer_epoch=fix.transition.target.producer_epoch, evidence=fix.evidence.value)
-            await self._apply(txn_id, fix.transition, now_ms)
+            await self._apply(txn_id, fix.transition, now_ms, "repair")
         for o in repair.hanging(open_txns, self._cache):
             log.warning("hanging_transaction", topic=o.topic, partition=o.partition, producer_id=o.producer_id,
                         producer_epoch=o.producer_epoch, first_offset=o.first_offset,
@@ -175,7 +179,7 @@ class TransactionCoordinator:
             if decision.error is ErrorCode.none and decision.meta is not None:
                 return ErrorCode.none, decision.meta.producer_id, decision.meta.producer_epoch
             return decision.error, -1, -1
-        error = await self._apply(transactional_id, decision, now_ms)
+        error = await self._apply(transactional_id, decision, now_ms, "InitProducerId")
         if error is not ErrorCode.none:
             return error, -1, -1
         if decision.reply_error is not ErrorCode.none:
@@ -194,7 +198,7 @@ class TransactionCoordinator:
             partitions=partitions, pending=transactional_id in self._pending, now_ms=now_ms(), client_tv=client_tv)
         if isinstance(decision, Reply):
             return decision.error
-        return await self._apply(transactional_id, decision, now_ms)
+        return await self._apply(transactional_id, decision, now_ms, "AddPartitionsToTxn")
 
     async def end_txn(self, transactional_id: str, *, producer_id: int, producer_epoch: int, commit: bool,
                       now_ms: Callable[[], int], client_tv: int = 0) -> tuple[ErrorCode, int, int]:
@@ -214,7 +218,7 @@ class TransactionCoordinator:
             if decision.error is ErrorCode.none and meta is not None:
                 return ErrorCode.none, *decisions.identity_after(decision.meta or meta)
             return decision.error, -1, -1
-        error = await self._apply(transactional_id, decision, now_ms)
+        error = await self._apply(transactional_id, decision, now_ms, "EndTxn")
         if error is not ErrorCode.none:
             return error, -1, -1
         return ErrorCode.none, *decisions.identity_after(decision.target)
@@ -232,7 +236,7 @@ class TransactionCoordinator:
             if decision is not None:
                 log.info("transaction_timed_out", transactional_id=txn_id, producer_id=meta.producer_id,
                          producer_epoch=meta.producer_epoch)
-                await self._apply(txn_id, decision, now_ms)
+                await self._apply(txn_id, decision, now_ms, "timeout")
                 aborted.append(txn_id)
         return aborted
 
@@ -245,7 +249,7 @@ class TransactionCoordinator:
                 continue
             decision = decisions.decide_expire(meta, now_ms(), self.expiration_ms)
             if decision is not None:
-                await self._apply(txn_id, decision, now_ms)
+                await self._apply(txn_id, decision, now_ms, "expiry")
                 expired.append(txn_id)
         return expired
 
@@ -263,7 +267,7 @@ class TransactionCoordinator:
         return compacted
 
     # ------------------------------------------------------------------------------ apply
-    async def _persist(self, txn_id: str, target: TxnMetadata, now_ms: Callable[[], int]) -> ErrorCode:
+    async def _persist(self, txn_id: str, target: TxnMetadata, now_ms: Callable[[], int], cause: str) -> ErrorCode:
         self._pending.add(txn_id)
         try:
             await self._log.append(self.partition_for(txn_id),
@@ -281,10 +285,12 @@ class TransactionCoordinator:
         log.info("txn_transition", transactional_id=txn_id, producer_id=target.producer_id,
                  producer_epoch=target.producer_epoch,
                  from_state=source.state.kafka_name if source else None, to_state=target.state.kafka_name)
+        for listener in self.transition_listeners:
+            listener(cause, source.state if source else None, target)
         return ErrorCode.none
 
-    async def _apply(self, txn_id: str, decision: Transition, now_ms: Callable[[], int]) -> ErrorCode:
-        error = await self._persist(txn_id, decision.target, now_ms)
+    async def _apply(self, txn_id: str, decision: Transition, now_ms: Callable[[], int], cause: str) -> ErrorCode:
+        error = await self._persist(txn_id, decision.target, now_ms, cause)
         if error is ErrorCode.none:
             self._crash_point(_CRASH_AFTER.get(decision.target.state, ""))
         if error is ErrorCode.none and decision.write_markers:
@@ -309,7 +315,7 @@ class TransactionCoordinator:
                         partition=tp.partition, error_code=error.name)
             return False
         self._crash_point(faults.AFTER_ALL_MARKERS)
-        return await self._persist(txn_id, decisions.decide_complete(meta, now_ms()).target, now_ms) \
+        return await self._persist(txn_id, decisions.decide_complete(meta, now_ms()).target, now_ms, "markers") \
             is ErrorCode.none
 
     def _start_marker_retry(self, txn_id: str, now_ms: Callable[[], int]) -> None:
