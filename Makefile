@@ -17,7 +17,7 @@ $(RUN_STAMP): pyproject.toml minikafka/protocol/_walk.c
 	@touch $(RUN_STAMP)
 
 $(STAMP): $(RUN_STAMP)
-	$(BIN)/python -m pip install -q -e '.[test,spark]'
+	$(BIN)/python -m pip install -q -e '.[test,spark,browser]'
 	touch $(STAMP)
 
 run: $(RUN_STAMP)

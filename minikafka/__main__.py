@@ -29,6 +29,14 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--control-host", default="127.0.0.1", help="the control endpoint's address (loopback only)")
     s.add_argument("--check-invariants", action="store_true",
                    help="count and log what breaks exactly-once as it happens (control endpoint: GET /invariants)")
+    s.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
+                   help="serve Prometheus metrics at /metrics (HTTP, off by default) on PORT; 0: a free port")
+    s.add_argument("--metrics-host", default="127.0.0.1", help="the metrics endpoint's address (default loopback)")
+    s.add_argument("--console-port", type=int, default=None, metavar="PORT",
+                   help="serve the web console (HTTP, off by default) on PORT; the same port as --metrics-port serves both")
+    s.add_argument("--console-host", default="127.0.0.1", help="the console's address (default loopback)")
+    s.add_argument("--console-actions", action="store_true",
+                   help="let the console abort hanging transactions and reset empty groups' offsets (loopback only)")
     s.add_argument("--log-level", default="INFO")
     s.add_argument("--log-json", action="store_true", help="JSON log lines")
     # inspect and pipeline parse their own arguments (and import their modules) only when used, so
@@ -129,8 +137,14 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"minikafka: {exc}", file=sys.stderr)
             return 2
         control = (args.control_host, args.control_port)
+    from minikafka.observe.settings import Endpoint, ObserveSettings
+
+    observe = ObserveSettings(
+        metrics=None if args.metrics_port is None else Endpoint(args.metrics_host, args.metrics_port),
+        console=None if args.console_port is None else Endpoint(args.console_host, args.console_port),
+        console_actions=args.console_actions)
     try:
-        broker = Broker(config, control=control, check_invariants=args.check_invariants)
+        broker = Broker(config, control=control, check_invariants=args.check_invariants, observe=observe)
     except ConfigError as exc:  # a listener's TLS or SASL settings
         print(f"minikafka: configuration error: {exc}", file=sys.stderr)
         return 2

@@ -87,10 +87,16 @@ class BrokerProcess:
 
     def __init__(self, data_dir: Path, *, port: int | None = None,
                  overrides: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
-                 control: bool = False, invariants: bool = False) -> None:
+                 control: bool = False, invariants: bool = False, observe: bool = False,
+                 console_actions: bool = False) -> None:
         """control=True: the broker serves its control endpoint too (`faults`, `clock`);
-        invariants=True: it runs the invariant monitor (`faults.invariants()`)."""
+        invariants=True: it runs the invariant monitor (`faults.invariants()`); observe=True: it
+        serves /metrics (`metrics_url`) and the web console (`console_url`), with the console's
+        actions when console_actions=True."""
         self.invariants = invariants
+        self.metrics_port = free_port() if observe else None
+        self.console_port = free_port() if observe else None
+        self.console_actions = console_actions
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
         self.control_port = free_port() if control else None
@@ -119,7 +125,25 @@ class BrokerProcess:
             cmd += ["--control-port", str(self.control_port)]
         if self.invariants:
             cmd.append("--check-invariants")
+        if self.metrics_port is not None:
+            cmd += ["--metrics-port", str(self.metrics_port)]
+        if self.console_port is not None:
+            cmd += ["--console-port", str(self.console_port)]
+            if self.console_actions:
+                cmd.append("--console-actions")
         return cmd
+
+    @property
+    def metrics_url(self) -> str:
+        if self.metrics_port is None:
+            raise RuntimeError("this broker was started without its metrics endpoint (observe=True)")
+        return f"http://{self.host}:{self.metrics_port}/metrics"
+
+    @property
+    def console_url(self) -> str:
+        if self.console_port is None:
+            raise RuntimeError("this broker was started without its console (observe=True)")
+        return f"http://{self.host}:{self.console_port}"
 
     @property
     def faults(self) -> FaultsClient:
@@ -151,8 +175,9 @@ class BrokerProcess:
             if self.proc is not None and self.proc.poll() is not None:
                 raise RuntimeError(f"broker exited with {self.proc.returncode}; log:\n{self.log_tail()}")
             # the control endpoint starts right after the Kafka listener
-            if api_versions_probe(self.host, self.port, timeout=0.5) and (
-                    self.control_port is None or _listening(self.host, self.control_port)):
+            if api_versions_probe(self.host, self.port, timeout=0.5) and all(
+                    port is None or _listening(self.host, port)
+                    for port in (self.control_port, self.metrics_port, self.console_port)):
                 return
             time.sleep(0.02)
         raise TimeoutError(f"broker not ready after {timeout}s; log:\n{self.log_tail()}")
@@ -292,11 +317,13 @@ def broker_factory(tmp_path: Path) -> Iterator[Any]:
     started: list[BrokerProcess] = []
 
     def make(overrides: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
-             name: str = "kafka-data", control: bool = True, invariants: bool = False) -> BrokerProcess:
+             name: str = "kafka-data", control: bool = True, invariants: bool = False,
+             observe: bool = False, console_actions: bool = False) -> BrokerProcess:
         if os.environ.get("KAFKA_BOOTSTRAP"):
             pytest.skip("needs a minikafka broker started by the test")
         b = BrokerProcess(tmp_path / f"{name}-{len(started)}", overrides=overrides, env=env,
-                          control=control, invariants=invariants).start()
+                          control=control, invariants=invariants, observe=observe,
+                          console_actions=console_actions).start()
         started.append(b)
         return b
 

@@ -9,6 +9,7 @@ import os
 import signal
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 import structlog
 
@@ -42,6 +43,7 @@ from minikafka.coordinator.transaction.txn_log import TOPIC as TXN_TOPIC
 from minikafka.faults import FaultInjector
 from minikafka.features import SUPPORTED as SUPPORTED_FEATURES
 from minikafka.features import TRANSACTION_VERSION, Features
+from minikafka.observe.settings import ObserveSettings
 from minikafka.protocol.types import TopicPartition
 from minikafka.quota.manager import ClientQuotas
 from minikafka.scram.credentials import ScramCredential
@@ -91,9 +93,17 @@ def load_features(config: BrokerConfig, store: DynamicConfigStore) -> Features:
 
 class Broker:
     def __init__(self, config: BrokerConfig, clock: Clock | None = None, *,
-                 control: tuple[str, int] | None = None, check_invariants: bool = False) -> None:
+                 control: tuple[str, int] | None = None, check_invariants: bool = False,
+                 observe: ObserveSettings | None = None) -> None:
         """`control`: (host, port) of the control endpoint (broker/control_server.py), off when None;
-        `check_invariants`: run the invariant monitor (control/invariants.py)."""
+        `check_invariants`: run the invariant monitor (control/invariants.py); `observe`: the
+        metrics and console endpoints (observe/server.py), off when None."""
+        if observe is not None:
+            try:
+                observe.check()
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+        self.observe_settings = observe
         # Dynamic broker configs (set with IncrementalAlterConfigs) override server.properties from
         # the start, as in Kafka; everything below is built with them in force.
         broker_configs = DynamicConfigStore(config.data_dir / BROKER_CONFIGS_FILE)
@@ -159,6 +169,9 @@ class Broker:
         self.services.txn = self.txn
         self.services.txn_topic = self.txn_topic
         self.services.marker_listeners.append(self._offsets_marker_written)
+        meters = self.services.meters
+        self.services.marker_listeners.append(lambda _tp, _pid, committed: meters.marker_written(committed))
+        self.txn.transition_listeners.append(meters.transaction_transition)
         if check_invariants:
             monitor = InvariantMonitor(on_violation=_log_violation)
             self.services.invariants = monitor
@@ -182,7 +195,7 @@ class Broker:
                                   max_connections=min(int(config["max.connections"]), socket_fds),
                                   max_connections_per_ip=int(config["max.connections.per.ip"]),
                                   throttler=Throttler(self.services.quotas, self.clock.now_ms),
-                                  faults=FaultDoor(self.fault_rules, self._topic_name))
+                                  faults=FaultDoor(self.fault_rules, self._topic_name), meters=meters)
         self.control = None if control is None else ControlServer(
             self.fault_rules, host=control[0], port=control[1],
             clock=self.clock if isinstance(self.clock, ControlledClock) else None, run_timers=self.run_timers,
@@ -190,6 +203,7 @@ class Broker:
         self.fd_budget = {"fd_limit": fd_limit, "open_files": open_files, "connections": socket_fds}
         self.cleaner = LogCleaner(self.logs, lambda: self.services.config, self.clock.now_ms,
                                   frozenset({OFFSETS_TOPIC, TXN_TOPIC}), crash_point=self.faults.reach)
+        self.observe: Any = None  # the ObserveServer, once started (observe/server.py)
         self._tasks: list[asyncio.Task[None]] = []
         self._timers: list[tuple[Callable[[], Awaitable[None] | None], asyncio.Lock]] = []
         self._stopping = asyncio.Event()
@@ -214,6 +228,8 @@ class Broker:
         await self.server.start()
         if self.control is not None:
             await self.control.start()
+        if self.observe_settings is not None and self.observe_settings.enabled:
+            await self._start_observe(self.observe_settings)
         if self.config.advertised_port == 0:
             cfg = dataclasses.replace(self.config, advertised_port=self.server.port)
             self.config = cfg
@@ -310,6 +326,15 @@ class Broker:
             except TimeoutError:
                 pass
 
+    async def _start_observe(self, settings: ObserveSettings) -> None:
+        # Imported only when asked for: aiohttp, Jinja and prometheus_client cost start-up time.
+        from minikafka.broker.observation import LiveView
+        from minikafka.observe.server import ObserveServer
+
+        view = LiveView(self.services, self.server, self.services.meters, self.clock.now_ms())
+        self.observe = ObserveServer(settings, view, view)
+        await self.observe.start()
+
     def _check_open_transactions(self) -> None:
         """The invariant monitor's marker check: a transaction still open on a partition must be
         open at the coordinator (its producer id, or the one it moved from)."""
@@ -377,6 +402,8 @@ class Broker:
         self.groups.shutdown()
         if self.control is not None:
             await self.control.stop()
+        if self.observe is not None:
+            await self.observe.stop()
         await self.server.stop()
         for t in self._tasks:
             t.cancel()

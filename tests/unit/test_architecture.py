@@ -7,6 +7,8 @@ only minikafka.protocol touches kio's serializers; the pure cores import no asyn
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -91,6 +93,33 @@ def test_security_never_imports_the_broker():
     assert _violations("minikafka.security", ("minikafka.broker", "minikafka.storage", "minikafka.coordinator")) == []
 
 
+def test_observe_reads_the_broker_through_its_door_only():
+    """style.md: the observe room (metrics, console) sees the broker only through observe/ports.py,
+    implemented by broker/observation.py; it imports no broker, storage or coordinator code."""
+    assert _violations("minikafka.observe", ("minikafka.broker", "minikafka.storage", "minikafka.coordinator",
+                                             "minikafka.security", "minikafka.control")) == []
+
+
+def test_the_hot_paths_know_only_the_meters():
+    """Produce, Fetch, the connection loop and the server add to observe/meters.py's counters and
+    know nothing else of the room."""
+    for mod in ("minikafka.broker.handlers.produce", "minikafka.broker.handlers.fetch",
+                "minikafka.broker.connection", "minikafka.broker.server", "minikafka.broker.services"):
+        observed = {i.rsplit(".", 1)[0] if i.endswith(".Meters") else i
+                    for i in MODULES[mod] if i.startswith("minikafka.observe")}
+        assert observed <= {"minikafka.observe.meters"}, mod
+
+
+def test_a_broker_without_endpoints_imports_no_http_stack():
+    """aiohttp, Jinja and prometheus_client are imported only when an endpoint is switched on
+    (they would cost start-up time for nothing)."""
+    code = ("import sys; import minikafka.broker.app, minikafka.__main__; "
+            "print(sorted(m for m in ('aiohttp', 'jinja2', 'prometheus_client') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=ROOT.parent).stdout.strip()
+    assert out == "[]"
+
+
 @pytest.mark.parametrize("pure", [
     "minikafka.protocol", "minikafka.storage", "minikafka.control",
     "minikafka.security.listeners", "minikafka.security.principal", "minikafka.security.sasl",
@@ -98,6 +127,7 @@ def test_security_never_imports_the_broker():
     "minikafka.eos_check.history", "minikafka.eos_check.verdict",
     "minikafka.coordinator.transaction.state", "minikafka.coordinator.transaction.decisions",
     "minikafka.coordinator.group.state", "minikafka.coordinator.group.decisions",
+    "minikafka.observe.meters", "minikafka.observe.model",
 ])
 def test_pure_cores_stay_pure(pure):
     assert _violations(pure, ("asyncio", "uvloop", "socket")) == []

@@ -1,0 +1,21 @@
+// Live pages: every few seconds, fetch this page's live part and swap it in (unless unticked).
+(function () {
+  const main = document.getElementById("live-part");
+  const box = document.getElementById("live");
+  const every = Number(document.body.dataset.refreshMs || 2000);
+  async function refresh() {
+    if (!box.checked || document.hidden) return;
+    const focused = document.activeElement;
+    if (focused && main.contains(focused) && focused.matches("select, input, button, textarea")) return;  // mid-action
+    const url = new URL(window.location.href);
+    url.searchParams.set("fragment", "1");
+    try {
+      const answer = await fetch(url, {headers: {"Accept": "text/html"}});
+      if (answer.ok) {
+        main.innerHTML = await answer.text();
+        document.body.dataset.refreshed = String(Date.now());
+      }
+    } catch (e) { /* the broker stopped: keep the last page */ }
+  }
+  setInterval(refresh, every);
+})();
