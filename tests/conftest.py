@@ -155,8 +155,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 # Fixtures that hand a test Apache Kafka in conformance mode: the shared one, one with the test's
-# settings, and the security modules' brokers (start_secured).
-CONFORMANCE_FIXTURES = {"kafka_broker", "configured_broker", "secured", "authz", "oauth_broker"}
+# settings, the security modules' brokers (start_secured), and Kafka with the JMX exporter's agent
+# (test_observe_kafka_names.py).
+CONFORMANCE_FIXTURES = {"kafka_broker", "configured_broker", "secured", "authz", "oauth_broker",
+                        "kafka_with_jmx_exporter"}
 
 
 @pytest.fixture(scope="session")

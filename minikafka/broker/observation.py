@@ -60,14 +60,14 @@ class LiveView:
         for conn in self._server.connections:
             name = conn.session.listener.name
             connections[name] = connections.get(name, 0) + 1
-        producer_ids = set()
-        for plog in self._svc.logs:
-            producer_ids.update(plog.producer_state.producers)
+        # Kafka's ReplicaManager ProducerIdCount: producer states over the partitions (a producer
+        # writing to two partitions counts twice).
+        producer_ids = sum(len(plog.producer_state.producers) for plog in self._svc.logs)
         txn_topic = self._svc.txn_topic
         return BrokerSummary(
             node_id=self._svc.node_id, cluster_id=self._svc.cluster_id,
             listeners=tuple((s.listener.name, s.listener.host, s.listener.port) for s in self._server.listeners),
-            connections=connections, producer_ids=len(producer_ids),
+            connections=connections, producer_ids=producer_ids,
             txn_log_partitions=0 if txn_topic is None else txn_topic.partition_count, started_ms=self._started_ms)
 
     # ------------------------------------------------------------------------------ partitions

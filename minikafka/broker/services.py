@@ -123,15 +123,20 @@ class BrokerServices:
         return info
 
     def watch_new_partitions(self, topic: str) -> None:
-        """Wire appends of a topic's partitions to the fetch purgatory."""
+        """Wire appends of a topic's partitions to the fetch purgatory and the meters."""
         info = self.logs.topics[topic]
         for p in range(info.partitions):
             plog = self.logs.logs[(topic, p)]  # type: ignore[index]
-            plog.on_append = _notifier(self.purgatory, plog.tp)
+            plog.on_append = _on_append(self.purgatory, self.meters, plog.tp)
 
 
-def _notifier(purgatory: FetchPurgatory, tp):  # type: ignore[no-untyped-def]
-    return lambda: purgatory.notify(tp)
+def _on_append(purgatory: FetchPurgatory, meters: Meters, tp: TopicPartition) -> Callable[[int, int], None]:
+    topic = tp.topic
+
+    def appended(records: int, size: int) -> None:
+        meters.produced(topic, records, size)
+        purgatory.notify(tp)
+    return appended
 
 
 def stored_broker_configs(store: DynamicConfigStore | None, node_id: int) -> tuple[dict[str, str], dict[str, str]]:

@@ -40,10 +40,14 @@ class Meters:
     """Counters since the broker started (Prometheus counters: only ever grow)."""
 
     def __init__(self) -> None:
-        self.messages_in: defaultdict[str, int] = defaultdict(int)   # records appended by Produce, per topic
-        self.bytes_in: defaultdict[str, int] = defaultdict(int)      # batch bytes appended by Produce
+        # Records and batch bytes appended per topic: by Produce, and, as Kafka counts them, the
+        # transaction markers and the coordinators' own appends to their internal topics.
+        self.messages_in: defaultdict[str, int] = defaultdict(int)
+        self.bytes_in: defaultdict[str, int] = defaultdict(int)
         self.bytes_out: defaultdict[str, int] = defaultdict(int)     # record bytes answered by Fetch
-        self.failed_produce: defaultdict[str, int] = defaultdict(int)  # partitions answered with an error
+        # Appends refused as Kafka counts them (invalid records, sequence and epoch errors; not corrupt
+        # or too-large batches): a topic appears once one failed, as Kafka creates the meter lazily.
+        self.failed_produce: defaultdict[str, int] = defaultdict(int)
         self.requests: defaultdict[tuple[int, int], int] = defaultdict(int)  # (api key, version)
         self.latency: dict[int, Latency] = {}                        # api key
         self.txn_committed = 0        # transactions that reached CompleteCommit

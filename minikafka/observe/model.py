@@ -136,6 +136,6 @@ class BrokerSummary:
     cluster_id: str
     listeners: tuple[tuple[str, str, int], ...]  # (name, host, port)
     connections: dict[str, int]                  # per listener
-    producer_ids: int                            # producers with state kept in some partition
+    producer_ids: int                            # producer states kept, summed over the partitions
     txn_log_partitions: int
     started_ms: int

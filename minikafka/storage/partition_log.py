@@ -78,7 +78,9 @@ class PartitionLog:
         self.recovery_point = 0
         self.unflushed_messages = 0
         self.last_flush_ms = now_ms
-        self.on_append: Callable[[], None] | None = None
+        # Told of each append (records, bytes) after it is written: wakes parked fetches, counts
+        # Kafka's MessagesIn / BytesIn (markers and coordinator appends included, as Kafka counts).
+        self.on_append: Callable[[int, int], None] | None = None
         self.recovered_segments = 0  # how many segments the last open() re-validated (for tests)
         self.producer_state = ProducerStateManager()
         self.completed_txns: list[CompletedTxn] = []  # markers seen by the last append (for the caller)
@@ -379,7 +381,7 @@ class PartitionLog:
             except OSError as exc:  # written, not yet synced: the next flush tries again
                 log.warning("flush_failed", topic=self.tp.topic, partition=self.tp.partition, reason=str(exc))
         if self.on_append is not None:
-            self.on_append()
+            self.on_append(count, len(payload))
         return AppendResult(base_offset, last_offset, log_append_time, self.log_start_offset)
 
     def _storage_failed(self, exc: OSError) -> KafkaStorageError:

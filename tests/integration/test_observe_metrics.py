@@ -21,6 +21,7 @@ from txnclients import close_quietly, flush_raising, txn_producer
 
 from minikafka.observe.metrics import NAMES, PROCESS_NAMES
 from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.records import set_base_offset
 
 pytestmark = pytest.mark.integration
 
@@ -66,7 +67,8 @@ def test_records_and_bytes_in_and_out_count_exactly_what_the_clients_moved(obser
     assert log_size > 300 * 8
     assert s.value("kafka_server_brokertopicmetrics_bytesin_total", topic=topic) == log_size
     assert s.sum("kafka_log_log_logendoffset", topic=topic) == 300
-    assert s.value("kafka_server_replicamanager_produceridcount") == 1  # the idempotent producer
+    # One idempotent producer on three partitions: three producer states, as Kafka counts them.
+    assert s.value("kafka_server_replicamanager_produceridcount") == 3
     assert s.value("kafka_server_replicamanager_partitioncount") >= 3
     assert s.value("kafka_server_brokertopicmetrics_bytesout_total", topic=topic) in (None, 0)
 
@@ -91,16 +93,24 @@ def test_records_and_bytes_in_and_out_count_exactly_what_the_clients_moved(obser
                                                listener="PLAINTEXT") == 0, 15, "connections to close")
 
 
-def test_a_corrupt_batch_counts_as_a_failed_produce_and_appends_nothing(observed):
+def test_failed_produces_are_counted_as_kafka_counts_them(observed):
+    """An invalid batch counts as a failed produce; a corrupt one does not (Kafka's ReplicaManager
+    leaves corrupt, too large and storage failures out of FailedProduceRequestsPerSec)."""
     topic = uniq("failing")
     create_topic(observed.bootstrap, topic)
-    batch = valid_batch(3)
-    batch[-1] ^= 0xFF  # the CRC no longer matches
+    corrupt = valid_batch(3)
+    corrupt[-1] ^= 0xFF  # the CRC no longer matches
+    invalid = valid_batch(3)
+    set_base_offset(invalid, 0, 5)  # a client's batch must start at offset 0 (not covered by the CRC)
     with RawClient.connect(observed.bootstrap) as c:
-        assert produce(c, topic, 0, bytes(batch)).error_code == ErrorCode.corrupt_message
+        assert produce(c, topic, 0, bytes(corrupt)).error_code == ErrorCode.corrupt_message
+        s = observed.scrape()
+        assert s.value("kafka_server_brokertopicmetrics_failedproducerequests_total", topic=topic) is None
+        assert produce(c, topic, 0, bytes(invalid)).error_code == ErrorCode.invalid_record
         assert produce(c, topic, 0, bytes(valid_batch(2))).error_code == ErrorCode.none
     s = observed.scrape()
     assert s.value("kafka_server_brokertopicmetrics_failedproducerequests_total", topic=topic) == 1
+    assert s.value("kafka_server_brokertopicmetrics_failedproducerequests_total") == 1
     assert s.value("kafka_server_brokertopicmetrics_messagesin_total", topic=topic) == 2
 
 
@@ -124,7 +134,7 @@ def test_transactions_committed_aborted_fenced_and_timed_out_and_the_lso_lag(obs
     assert s.value("kafka_coordinator_transaction_transactions_aborted_total") == 3
     assert s.value("kafka_coordinator_transaction_markers_written_total", result="commit") == 4
     assert s.value("kafka_coordinator_transaction_markers_written_total", result="abort") == 3
-    assert s.value("kafka_server_brokertopicmetrics_messagesin_total", topic=topic) == 7  # aborted data too
+    assert s.value("kafka_server_brokertopicmetrics_messagesin_total", topic=topic) == 7 + 4 + 3  # aborted data and markers too, as Kafka counts
     assert s.value("kafka_coordinator_transaction_transactions", state="CompleteAbort") == 1
     assert s.sum("kafka_cluster_partition_laststableoffsetlag", topic=topic) == 0
 

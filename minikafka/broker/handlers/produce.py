@@ -21,7 +21,12 @@ from minikafka.protocol import messages
 from minikafka.protocol.errors import CorruptRecord, ErrorCode, InvalidRecord, RecordError
 from minikafka.protocol.records import HEADER_SIZE, read_header, split_batches
 from minikafka.protocol.types import ZERO_MS, TopicPartition
-from minikafka.storage.errors import StorageError
+from minikafka.storage.errors import KafkaStorageError, MessageTooLarge, StorageError
+
+
+# What Kafka's ReplicaManager does not count as a failed produce (FailedProduceRequestsPerSec): a
+# corrupt batch, a batch too large, a storage failure; every other refusal of an append counts.
+_NOT_COUNTED_AS_FAILED = (CorruptRecord, MessageTooLarge, KafkaStorageError)
 
 
 def _error_code_for(exc: Exception) -> ErrorCode:
@@ -85,18 +90,16 @@ class ProduceHandler:
                                     "the partition is not part of the producer's ongoing transaction"
                                     if error is ErrorCode.invalid_txn_state else None)
         monitor = self.svc.invariants
-        end_before = plog.log_end_offset
+        end_before = plog.log_end_offset if monitor is not None else 0
         try:
             result = plog.append(bytearray(records), now_ms=now_ms)
         except (CorruptRecord, InvalidRecord, StorageError) as exc:
-            self.svc.meters.failed_produce[tp.topic] += 1
+            if not isinstance(exc, _NOT_COUNTED_AS_FAILED):
+                self.svc.meters.failed_produce[tp.topic] += 1
             return _partition_error(tp.partition, _error_code_for(exc), plog.log_start_offset, str(exc),
                                     getattr(exc, "record_errors", ()))
-        appended = plog.log_end_offset - end_before  # 0: a duplicate's answer, nothing appended
-        if appended:
-            self.svc.meters.produced(tp.topic, appended, len(records))
-            if monitor is not None:
-                _watch(monitor, tp, records, result.base_offset)
+        if monitor is not None and plog.log_end_offset > end_before:  # not a duplicate's answer
+            _watch(monitor, tp, records, result.base_offset)
         if transactional_id is not None:
             self.svc.faults.reach(faults.AFTER_TXN_PRODUCE)
         return messages.PartitionProduceResponse(
