@@ -145,6 +145,9 @@ def transition(meta: TxnMetadata, event: TxnEvent, **changes: Any) -> TxnMetadat
     target = TRANSITIONS.get((meta.state, event))
     if target is None:
         raise IllegalTransition(meta.state, event)
+    # Kafka's prepareTransitionTo: the previous producer id is the one held before this transition
+    # (so equal to the producer id unless the id rotates), and every TransactionLogValue v1 carries it.
+    changes.setdefault("previous_producer_id", meta.producer_id)
     new = dataclasses.replace(meta, state=target, **changes)
     if new.producer_id == meta.producer_id and new.producer_epoch not in (meta.producer_epoch, meta.producer_epoch + 1) \
             and meta.producer_epoch != NO_PRODUCER_EPOCH:

@@ -66,7 +66,7 @@ class InitRow:
     pid: int | None = None
     epoch: int | None = None
     last: int = NO_PRODUCER_EPOCH
-    previous: int = NO_PRODUCER_ID
+    previous: int | None = None  # None: the producer id before the transition (Kafka's prepareTransitionTo)
     markers: bool = False
 
 
@@ -156,7 +156,9 @@ def test_init_producer_id(row: InitRow) -> None:
                                                                               row.epoch)
     assert t.last_update_ms == NOW
     if row.state is S.EMPTY:
-        assert (t.last_producer_epoch, t.previous_producer_id) == (row.last, row.previous)
+        before = row.meta.producer_id if row.meta is not None else row.pid
+        assert (t.last_producer_epoch, t.previous_producer_id) == (row.last, before if row.previous is None
+                                                                   else row.previous)
         assert (t.partitions, t.start_ms, t.timeout_ms) == (frozenset(), -1, row.timeout)
     else:  # the fence keeps the transaction to abort it
         assert row.meta is not None

@@ -153,7 +153,17 @@ def test_transition_returns_a_new_value_and_keeps_the_old() -> None:
     after = transition(before, E.ADD_PARTITIONS, partitions=frozenset({T0}), start_ms=500, last_update_ms=500)
     assert before.state is S.EMPTY and before.partitions == frozenset()
     assert after == dataclasses.replace(before, state=S.ONGOING, partitions=frozenset({T0}), start_ms=500,
-                                        last_update_ms=500)
+                                        last_update_ms=500, previous_producer_id=before.producer_id)
+
+
+def test_the_previous_producer_id_is_the_one_before_the_transition() -> None:
+    """As Kafka 4.3.1 writes it in every TransactionLogValue v1 (its prepareTransitionTo): the
+    producer's own id, unless the transition rotates to a new one."""
+    before = meta(S.EMPTY)
+    assert before.previous_producer_id == -1
+    assert transition(before, E.INIT_PRODUCER_ID).previous_producer_id == before.producer_id
+    rotated = transition(before, E.INIT_PRODUCER_ID, producer_id=before.producer_id + 1, producer_epoch=0)
+    assert (rotated.producer_id, rotated.previous_producer_id) == (before.producer_id + 1, before.producer_id)
 
 
 @pytest.mark.parametrize("new_epoch", [3, 4], ids=["same", "plus-one"])
