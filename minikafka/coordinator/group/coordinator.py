@@ -347,6 +347,13 @@ class GroupCoordinator:
         group = self.groups.get(req.group_id)
         prefix = req.group_instance_id if req.group_instance_id is not None else req.client_id
         decision = decisions.decide_join(group, req, self.config, now_ms, self._new_member_id(prefix))
+        created = decision.step.group
+        if group is None and created is not None and not decision.step.persist:
+            # Kafka 4.x's classicGroupJoin: a JoinGroup that creates the group and writes nothing
+            # else (a member id handed out, a rebalance begun) writes the empty group, generation 0.
+            empty = replace(created, generation_id=0, protocol_name=None, leader_id=None, members={})
+            await self._log.append(self.partition_for(req.group_id), [
+                (offsets_log.group_metadata_key(req.group_id), offsets_log.group_metadata_value(empty))], now_ms)
         return await self._commit_then_reply(self._join_waiters, (req.group_id, decision.member_id),
                                              req.group_id, decision.step, decision.reply, now_ms)
 
