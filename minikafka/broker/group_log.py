@@ -32,7 +32,7 @@ def build_group_coordinator(config: BrokerConfig, logs: LogManager,
     records_log = InternalTopicLog(logs, OFFSETS_TOPIC, partitions=int(config["offsets.topic.num.partitions"]),
                                    configs={"cleanup.policy": "compact", "compression.type": "producer",
                                             **segment_size_config(int(config["offsets.topic.segment.bytes"]))},
-                                   on_created=on_created)
+                                   on_created=on_created, base_sequence=0)
     group_config = GroupConfig(
         min_session_timeout_ms=int(config["group.min.session.timeout.ms"]),
         max_session_timeout_ms=int(config["group.max.session.timeout.ms"]),
@@ -60,7 +60,7 @@ def build_group_coordinator(config: BrokerConfig, logs: LogManager,
                             offsets_retention_ms=int(config["offsets.retention.minutes"]) * 60_000,
                             offsets_retention_check_interval_ms=int(config["offsets.retention.check.interval.ms"]),
                             consumer=ConsumerGroups(records_log, consumer_config, topics),
-                            streams=StreamsGroups(records_log, streams_config, topics))
+                            streams=StreamsGroups(records_log, streams_config, topics), topics=topics)
 
 
 class TopicsView(Mapping[str, tuple[uuid.UUID, int]]):

@@ -43,8 +43,11 @@ def _chunks(recs: Sequence[tuple[bytes, bytes | None]]) -> Iterator[list[tuple[b
 class InternalTopicLog:
     def __init__(self, logs: LogManager, topic: str, *, partitions: int, configs: Mapping[str, str],
                  on_created: Callable[[str], None] | None = None,
-                 before_append: Callable[[], None] | None = None) -> None:
+                 before_append: Callable[[], None] | None = None, base_sequence: int = -1) -> None:
+        """`base_sequence`: what the batches' headers carry (Kafka 4.x's group coordinator runtime
+        writes 0 to __consumer_offsets; its transaction coordinator -1, no sequence)."""
         self._logs = logs
+        self._base_sequence = base_sequence
         self.topic = topic
         self._partitions = partitions
         self._configs = dict(configs)
@@ -86,7 +89,8 @@ class InternalTopicLog:
         self.ensure_created(now_ms)
         plog = self._logs.logs[TopicPartition(self.topic, partition)]
         batch = records.build_batch(list(recs), timestamp_ms=now_ms, producer_id=producer_id,
-                                    producer_epoch=producer_epoch, transactional=producer_id >= 0)
+                                    producer_epoch=producer_epoch, transactional=producer_id >= 0,
+                                    base_sequence=self._base_sequence)
         return plog.append(batch, now_ms=now_ms, origin=AppendOrigin.COORDINATOR).base_offset
 
     def needs_compaction(self, partition: int) -> bool:
@@ -104,12 +108,13 @@ class InternalTopicLog:
         plog.roll(now_ms, reason="compaction")
         base = plog.log_end_offset
         for chunk in _chunks(recs):
-            plog.append(records.build_batch(chunk, timestamp_ms=now_ms), now_ms=now_ms,
-                        origin=AppendOrigin.COORDINATOR)
+            plog.append(records.build_batch(chunk, timestamp_ms=now_ms, base_sequence=self._base_sequence),
+                        now_ms=now_ms, origin=AppendOrigin.COORDINATOR)
         for txn in transactional:  # still pending: written again after the live state they may replace
             for chunk in _chunks(txn.records):
                 plog.append(records.build_batch(chunk, timestamp_ms=now_ms, producer_id=txn.producer_id,
-                                                producer_epoch=txn.producer_epoch, transactional=True),
+                                                producer_epoch=txn.producer_epoch, transactional=True,
+                                                base_sequence=self._base_sequence),
                             now_ms=now_ms, origin=AppendOrigin.COORDINATOR)
         # The rewritten state must be on disk before the segments it replaces are deleted (roll
         # already synced the older ones).

@@ -140,6 +140,7 @@ def test_the_families_shared_with_kafka_have_its_names_labels_and_values(kafka_w
     same = {
         "records in": both("kafka_server_brokertopicmetrics_messagesin_total", topic=topic),
         "records in, offsets": both("kafka_server_brokertopicmetrics_messagesin_total", topic="__consumer_offsets"),
+        "bytes in, offsets": both("kafka_server_brokertopicmetrics_bytesin_total", topic="__consumer_offsets"),
         "bytes in": both("kafka_server_brokertopicmetrics_bytesin_total", topic=topic),
         "records in, txn log": both("kafka_server_brokertopicmetrics_messagesin_total", topic="__transaction_state"),
         "bytes in, txn log": both("kafka_server_brokertopicmetrics_bytesin_total", topic="__transaction_state"),
@@ -157,10 +158,10 @@ def test_the_families_shared_with_kafka_have_its_names_labels_and_values(kafka_w
         "leaders": both("kafka_server_replicamanager_leadercount"),
         "producer ids": both("kafka_server_replicamanager_produceridcount"),
     }
-    # This comparison found differences in what the coordinators write: the GroupMetadata record of
-    # a group a JoinGroup creates ("records in, offsets") and the PreviousProducerId tag on every
-    # __transaction_state record ("bytes in, txn log") are fixed; bytes in to __consumer_offsets
-    # still differ (Kafka 4.3.1 writes OffsetCommitValue v4, with the topic id; minikafka v3).
+    # This comparison found three differences in what the coordinators write, all fixed: the
+    # GroupMetadata record of a group a JoinGroup creates ("records in, offsets"), OffsetCommitValue
+    # v4 with the topic id ("bytes in, offsets") and the PreviousProducerId tag on every
+    # __transaction_state record ("bytes in, txn log").
     print("\n".join(f"{k}: minikafka {a}, Kafka {b}" for k, (a, b) in same.items()))
     assert {k: v for k, v in same.items() if v[0] != v[1]} == {}, "values differ (minikafka, Kafka)"
     assert same["LSO lag 1"] == (2, 2)  # the open transaction's two records

@@ -63,9 +63,11 @@ class OffsetCommitEntry:
     metadata: str | None = ""
 
 
-def _accept_offsets(offsets: Mapping[TopicPartition, OffsetCommitEntry], now_ms: int
+def _accept_offsets(offsets: Mapping[TopicPartition, OffsetCommitEntry], now_ms: int,
+                    topics: Mapping[str, tuple[uuid.UUID, int]]
                     ) -> tuple[dict[TopicPartition, ErrorCode], dict[TopicPartition, OffsetAndMetadata]]:
-    """Per-partition answers and the offsets to record (metadata over the limit is refused)."""
+    """Per-partition answers and the offsets to record (metadata over the limit is refused), each
+    with its topic's id when the topic exists (OffsetCommitValue v4 records it, as Kafka 4.x)."""
     results: dict[TopicPartition, ErrorCode] = {}
     accepted: dict[TopicPartition, OffsetAndMetadata] = {}
     for tp, e in offsets.items():
@@ -73,8 +75,9 @@ def _accept_offsets(offsets: Mapping[TopicPartition, OffsetCommitEntry], now_ms:
         if len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES:
             results[tp] = ErrorCode.offset_metadata_too_large
             continue
+        known = topics.get(tp.topic)
         accepted[tp] = OffsetAndMetadata(offset=e.offset, leader_epoch=e.leader_epoch, metadata=metadata,
-                                         commit_timestamp_ms=now_ms)
+                                         commit_timestamp_ms=now_ms, topic_id=None if known is None else known[0])
         results[tp] = ErrorCode.none
     return results, accepted
 
@@ -104,8 +107,10 @@ class GroupCoordinator:
     def __init__(self, records: RecordLog, config: GroupConfig, *, offsets_retention_ms: int,
                  offsets_retention_check_interval_ms: int,
                  member_id: Callable[[str], str] = _default_member_id, consumer: ConsumerGroups | None = None,
-                 streams: StreamsGroups | None = None) -> None:
+                 streams: StreamsGroups | None = None,
+                 topics: Mapping[str, tuple[uuid.UUID, int]] | None = None) -> None:
         self._log = records
+        self.topics = topics if topics is not None else {}  # name -> (topic id, partitions)
         self.config = config
         self.offsets_retention_ms = offsets_retention_ms
         self.retention_check_interval_ms = offsets_retention_check_interval_ms
@@ -603,7 +608,8 @@ class GroupCoordinator:
                              now_ms: int, *, api_version: int = 9) -> dict[TopicPartition, ErrorCode]:
         refused = self._refused_commits(group_id, member_id, group_instance_id, generation_id, offsets,
                                         transactional=False, api_version=api_version)
-        results, accepted = _accept_offsets({tp: e for tp, e in offsets.items() if tp not in refused}, now_ms)
+        results, accepted = _accept_offsets({tp: e for tp, e in offsets.items() if tp not in refused}, now_ms,
+                                            self.topics)
         results.update(refused)
         if accepted:
             try:
@@ -822,7 +828,8 @@ class GroupCoordinator:
         pending (invisible to OffsetFetch) until the COMMIT marker reaches this partition."""
         refused = self._refused_commits(group_id, member_id, group_instance_id, generation_id, offsets,
                                         transactional=True, api_version=api_version)
-        results, accepted = _accept_offsets({tp: e for tp, e in offsets.items() if tp not in refused}, now_ms)
+        results, accepted = _accept_offsets({tp: e for tp, e in offsets.items() if tp not in refused}, now_ms,
+                                            self.topics)
         results.update(refused)
         if accepted:
             try:

@@ -4,9 +4,10 @@
 Schemas: `group-coordinator/src/main/resources/common/message/` (OffsetCommitKey, OffsetCommitValue,
 GroupMetadataKey, GroupMetadataValue); see shared/reference/protocol.md section 9. Every key and
 value starts with an int16 version; the key version selects the record type; a null value is a
-tombstone. Kafka writes OffsetCommitKey v1 + OffsetCommitValue v3 and GroupMetadataKey v2 +
-GroupMetadataValue v3, and so does minikafka. Decoding accepts the older non-flexible value
-versions (0-3) too.
+tombstone. Kafka 4.3.1 writes OffsetCommitKey v1 + OffsetCommitValue v4 (its first flexible
+version: a compact metadata string and the topic id as tagged field 0, written when the topic
+exists) and GroupMetadataKey v2 + GroupMetadataValue v3, and so does minikafka. Decoding accepts
+the older value versions (0-3) too.
 
 The partition of a group is `abs(javaStringHashCode(group_id)) % partitions`
 (`GroupMetadataManager.partitionFor`, Kafka's `Utils.abs` maps Integer.MIN_VALUE to 0).
@@ -15,14 +16,16 @@ The partition of a group is `abs(javaStringHashCode(group_id)) % partitions`
 from __future__ import annotations
 
 import struct
+import uuid
 from dataclasses import dataclass
 
 from minikafka.coordinator.group.state import Group, GroupState, Member, OffsetAndMetadata
 from minikafka.protocol.binary import Reader
+from minikafka.protocol.records import uvarint
 from minikafka.protocol.types import TopicPartition
 
 OFFSET_COMMIT_KEY_VERSION = 1
-OFFSET_COMMIT_VALUE_VERSION = 3
+OFFSET_COMMIT_VALUE_VERSION = 4  # flexible: a compact metadata string and a tagged TopicId (Kafka 4.x)
 GROUP_METADATA_KEY_VERSION = 2
 GROUP_METADATA_VALUE_VERSION = 3
 
@@ -75,8 +78,11 @@ def offset_commit_value(om: OffsetAndMetadata) -> bytes:
         # v1 is the only version with an expire timestamp (MetadataVersion.offsetCommitValueVersion).
         return (_H.pack(1) + _Q.pack(om.offset) + _str(om.metadata) + _Q.pack(om.commit_timestamp_ms)
                 + _Q.pack(om.expire_timestamp_ms))
+    encoded = om.metadata.encode()
+    # Tagged fields: tag 0 is the TopicId, written only when known (its default is the zero uuid).
+    tags = b"\x01\x00\x10" + om.topic_id.bytes if om.topic_id is not None else b"\x00"
     return (_H.pack(OFFSET_COMMIT_VALUE_VERSION) + _Q.pack(om.offset) + _I.pack(om.leader_epoch)
-            + _str(om.metadata) + _Q.pack(om.commit_timestamp_ms))
+            + uvarint(len(encoded) + 1) + encoded + _Q.pack(om.commit_timestamp_ms) + tags)
 
 
 def group_metadata_key(group_id: str) -> bytes:
@@ -131,16 +137,24 @@ def decode_key(key: bytes) -> OffsetKey | GroupKey | None:
 def decode_offset_value(value: bytes) -> OffsetAndMetadata:
     r = _reader(value)
     version = r.i16()
-    if version > 3:
-        raise CorruptOffsetsRecord(f"OffsetCommitValue v{version} (flexible) is not supported")
+    if version > 4:
+        raise CorruptOffsetsRecord(f"OffsetCommitValue v{version} is not supported")
     offset = r.i64()
     leader_epoch = r.i32() if version >= 3 else -1
-    metadata = r.string()
+    metadata = r.compact_string() if version >= 4 else r.string()
     commit_ts = r.i64()
     expire_ts = r.i64() if version == 1 else None
+    topic_id = None
+    if version >= 4:
+        raw = r.tags().get(0)
+        if raw is not None:
+            if len(raw) != 16:
+                raise CorruptOffsetsRecord(f"OffsetCommitValue's TopicId has {len(raw)} bytes, not 16")
+            topic_id = uuid.UUID(bytes=raw) if any(raw) else None
     return OffsetAndMetadata(offset=offset, leader_epoch=leader_epoch, metadata=metadata,
                              commit_timestamp_ms=commit_ts,
-                             expire_timestamp_ms=expire_ts if expire_ts is not None and expire_ts >= 0 else None)
+                             expire_timestamp_ms=expire_ts if expire_ts is not None and expire_ts >= 0 else None,
+                             topic_id=topic_id)
 
 
 def decode_group_value(group_id: str, value: bytes, *, now_ms: int) -> Group:

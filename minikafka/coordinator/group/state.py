@@ -29,6 +29,8 @@ persists what must be persisted and then swaps it in.
 
 from __future__ import annotations
 
+import uuid
+
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -200,6 +202,7 @@ class OffsetAndMetadata:
     metadata: str = ""
     commit_timestamp_ms: int
     expire_timestamp_ms: int | None = None
+    topic_id: uuid.UUID | None = None  # OffsetCommitValue v4's tagged TopicId (Kafka 4.x), when known
     # Where in __consumer_offsets the record carrying it lies (Kafka's recordOffset; not part of the
     # record's value): a transaction's offsets replace a committed offset only if they were
     # written after it, so a plain OffsetCommit that came after the TxnOffsetCommit wins.

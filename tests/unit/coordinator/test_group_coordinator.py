@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import uuid
 from collections.abc import Iterator, Sequence
 
 import pytest
@@ -194,10 +195,34 @@ def test_offset_commit_record_bytes_match_kafka_schema() -> None:
     assert key == struct.pack(">h", 1) + b"\x00\x03grp" + b"\x00\x05topic" + struct.pack(">i", 3)
     value = offsets_log.offset_commit_value(OffsetAndMetadata(offset=5, leader_epoch=2, metadata="md",
                                                               commit_timestamp_ms=123))
-    assert value == struct.pack(">hqi", 3, 5, 2) + b"\x00\x02md" + struct.pack(">q", 123)
+    # v4, the first flexible version: a compact string, then an empty tagged-field section.
+    assert value == struct.pack(">hqi", 4, 5, 2) + b"\x03md" + struct.pack(">q", 123) + b"\x00"
     assert offsets_log.decode_offset_value(value) == OffsetAndMetadata(offset=5, leader_epoch=2, metadata="md",
                                                                         commit_timestamp_ms=123)
     assert offsets_log.decode_key(key) == offsets_log.OffsetKey("grp", TopicPartition("topic", 3))
+
+
+# An OffsetCommitValue Apache Kafka 4.3.1 wrote on this machine (librdkafka's commit of offset 3,
+# metadata "", for a topic that exists): the topic id is tagged field 0.
+KAFKA_431_OFFSET_VALUE = bytes.fromhex("00040000000000000003ffffffff01000001a221bea354"
+                                       "010010bb979db0dfc541bea9b31bfb788c5bc1")
+
+
+def test_an_offset_commit_value_kafka_wrote_reads_and_writes_back_the_same() -> None:
+    om = offsets_log.decode_offset_value(KAFKA_431_OFFSET_VALUE)
+    assert (om.offset, om.leader_epoch, om.metadata, om.commit_timestamp_ms, om.expire_timestamp_ms) == \
+        (3, -1, "", 0x01A221BEA354, None)
+    assert om.topic_id == uuid.UUID("bb979db0-dfc5-41be-a9b3-1bfb788c5bc1")
+    assert offsets_log.offset_commit_value(om) == KAFKA_431_OFFSET_VALUE
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_older_offset_commit_values_still_read(version: int) -> None:
+    body = struct.pack(">q", 7) + (struct.pack(">i", 1) if version >= 3 else b"") + b"\x00\x01m" \
+        + struct.pack(">q", 99) + (struct.pack(">q", 1000) if version == 1 else b"")
+    om = offsets_log.decode_offset_value(struct.pack(">h", version) + body)
+    assert (om.offset, om.metadata, om.commit_timestamp_ms, om.topic_id) == (7, "m", 99, None)
+    assert om.expire_timestamp_ms == (1000 if version == 1 else None)
 
 
 def test_group_metadata_round_trip() -> None:
