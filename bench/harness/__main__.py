@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--brokers", default="minikafka,kafka,tansu", help="comma-separated: minikafka,kafka,tansu")
     ap.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated from {','.join(SCENARIOS)}")
     ap.add_argument("--reps", type=int, help="repetitions per point (profile default)")
-    ap.add_argument("--records", type=int, help="records for P2/P3/P4/C2 (profile default)")
+    ap.add_argument("--records", type=int, help="records for P2/P3/P4/C2/M1 (profile default)")
     ap.add_argument("--size", type=float, help="O3 recovery: bytes in the active segment, e.g. 1e9")
     ap.add_argument("--idle-s", type=float, help="O2: seconds after ready for the idle RSS")
     ap.add_argument("--e1-rates", help="E1 rates, comma-separated msg/s")
@@ -80,8 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.reps:
         profile["reps"] = args.reps
         profile["recovery_reps"] = args.reps
+        profile["m1_reps"] = args.reps
     if args.records:
-        for k in ("p2_records", "p3_records", "p4_records", "c2_records"):
+        for k in ("p2_records", "p3_records", "p4_records", "c2_records", "m1_records"):
             profile[k] = args.records
     if args.size:
         profile["recovery_bytes"] = int(args.size)

@@ -181,13 +181,14 @@ class MiniKafka(Broker):
         super().__init__(workdir, pin)
         self.data_dir = self.workdir / "data"
         self.overrides = {**self.OVERRIDES, **(overrides or {})}
+        self.extra_args: list[str] = []  # more `serve` options (M1: --metrics-port, --console-port)
 
     def command(self) -> list[str]:
         cmd = [sys.executable, "-m", "minikafka", "serve", "--host", "127.0.0.1", "--port", str(self.port),
                "--data-dir", str(self.data_dir)]
         for k, v in self.overrides.items():
             cmd += ["--override", f"{k}={v}"]
-        return cmd
+        return cmd + self.extra_args
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "PYTHONPATH": str(REPO_ROOT)}

@@ -33,6 +33,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "l1_load_s": 30,
         "l1_baseline_s": 5,
         "s1_records": 500_000,          # S1: per listener (PLAINTEXT, SASL_SSL): warm-up, produce, consume
+        "m1_records": 1_500_000,        # M1: per start (endpoints off / on): P2 produce, then C1 reads them
+        "m1_reps": 7,                   # M1: repetitions of the pair off, on (~3 min in all on 2 cores)
     },
     # harness validation on a busy machine: minutes, not numbers to quote
     "quick": {
@@ -62,6 +64,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "l1_load_s": 15,
         "l1_baseline_s": 3,
         "s1_records": 20_000,
+        "m1_records": 500_000,
+        "m1_reps": 2,
     },
     # the pytest smoke test: seconds
     "smoke": {
@@ -91,7 +95,9 @@ PROFILES: dict[str, dict[str, Any]] = {
         "l1_load_s": 3,
         "l1_baseline_s": 0.5,
         "s1_records": 1000,
+        "m1_records": 2000,
+        "m1_reps": 1,
     },
 }
 
-SCENARIOS = ("P2", "P3", "P4", "C1", "C2", "C3", "C4", "E1", "G1", "T2", "L1", "S1", "O1", "O2", "O3")
+SCENARIOS = ("P2", "P3", "P4", "C1", "C2", "C3", "C4", "E1", "G1", "T2", "L1", "S1", "M1", "O1", "O2", "O3")

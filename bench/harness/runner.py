@@ -207,6 +207,9 @@ class Run:
         if "T2" in self.scenarios and shutil.which("java") is None:
             self.skipped["T2"] = "no java on PATH (T2 runs Kafka's Java producer)"
             self.scenarios.discard("T2")
+        if "M1" in self.scenarios and "minikafka" not in self.brokers:
+            self.skipped["M1"] = "minikafka is not among --brokers (M1 compares minikafka with itself)"
+            self.scenarios.discard("M1")
         self._tmp = Path(tempfile.mkdtemp(prefix="minikafka-bench-", dir=workdir))
         self.started = time.time()
         self.meta: dict[str, Any] = {}
@@ -263,6 +266,8 @@ class Run:
                         self.save()
             if "S1" in self.scenarios:
                 self.phase_security()
+            if "M1" in self.scenarios:
+                self.phase_observability()
             if "O3" in self.scenarios:
                 self.phase_recovery()
         finally:
@@ -322,6 +327,14 @@ class Run:
                     log(f"{name} S1 rep {rep} FAILED: {exc}")
                     self.add(name, rep, "S1", "start", {"error": f"{type(exc).__name__}: {exc}"})
                 self.save()
+
+    def phase_observability(self) -> None:
+        """M1: minikafka with its metrics and console endpoints off, then on and scraped, alternating
+        per repetition (observability.py); no other broker takes part."""
+        from . import observability
+
+        log("observability phase (M1): minikafka, endpoints off / on")
+        observability.measure(self)
 
     def phase_load(self, name: str, rep: int) -> None:
         p, size = self.p, self.p["record_size"]

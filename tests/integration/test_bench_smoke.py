@@ -44,7 +44,7 @@ def test_harness_smoke_run_writes_table(tmp_path: Path) -> None:
     rows = {}
     for line in report.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) >= 5 and re.fullmatch(r"[PCEGOTS]\d", cells[0]):
+        if len(cells) >= 5 and re.fullmatch(r"[PCEGOTSM]\d", cells[0]):
             rows[cells[1]] = cells[3]  # metric -> minikafka cell
     expected = {
         "P2 produce 1 KiB acks=all, p1: throughput": "msg/s",
@@ -65,6 +65,8 @@ def test_harness_smoke_run_writes_table(tmp_path: Path) -> None:
         "O2 peak RSS (VmHWM) over warm-up + P2..E1": "MB",
         "O3 recovery after kill -9, 0.002 GB in the active segment": "s",
         "G1 classic group, 3 members: two joins settle": "s",
+        "M1 produce: ON / OFF throughput (the observability cost)": "x",
+        "M1 consume: ON / OFF throughput": "x",
         "G1 KIP-848 group, 3 members: two joins settle": "s",
         **({"T2 Java producer, transactions v2 (KIP-890): transactions": "txn/s",
             "T2 Java producer, transactions v1: transactions": "txn/s"} if shutil.which("java") else {}),
@@ -74,6 +76,7 @@ def test_harness_smoke_run_writes_table(tmp_path: Path) -> None:
         value = float(rows[metric].split()[0].replace(",", ""))
         assert value > 0, f"{metric}: {rows[metric]}"
     assert rows["P3 duplicates (must be 0)"].split()[0] == "0"
+    assert rows["M1 scrapes and pages failed (must be 0)"].split()[0] == "0"
     assert rows["O3 acked ⊆ consumed, no duplicates, no gaps (runs passing)"] == "1/1"
 
 
