@@ -120,13 +120,12 @@ class Connection:
                             if gated:  # authenticated now: frames up to socket.request.max.bytes again
                                 self.decoder.max_frame_size = session.max_frame_size or self.max_frame_size
                             if answer.throttle_ms > 0:
+                                self._meter(frame, started)  # a quota's mute is not the request's time
                                 await self._throttle(answer)
-                            elif answer.data is not None:
-                                self.writer.write(answer.data)
-                            # Kafka's RequestMetrics: per API and version, the time from the
-                            # request read to its answer handed to the socket (TotalTimeMs).
-                            api_key, api_version = _API_KEY_AND_VERSION.unpack_from(frame)
-                            self.meters.request(api_key, api_version, (time.perf_counter() - started) * 1000)
+                            else:
+                                if answer.data is not None:
+                                    self.writer.write(answer.data)
+                                self._meter(frame, started)
                         except CloseConnection:
                             return
                         finally:
@@ -148,6 +147,16 @@ class Connection:
                 self.memory.release(reserved)
             self.decoder.release_buffer()
             self.close()
+
+    def _meter(self, frame: bytes, started: float) -> None:
+        """Kafka's RequestMetrics: per API and version, the time from the request read to its
+        answer handed to the socket (TotalTimeMs). A version the broker does not serve (answered
+        only for ApiVersions) is counted as -1, so clients cannot grow the label set at will."""
+        api_key, api_version = _API_KEY_AND_VERSION.unpack_from(frame)
+        served = self.registry.served.get(api_key)
+        if served is None or not served.min <= api_version <= served.max:
+            api_version = -1
+        self.meters.request(api_key, api_version, (time.perf_counter() - started) * 1000)
 
     def _admit(self, frame: bytes) -> str:
         """The session's word on a request before it is decoded: PASS; REFUSE (after the SASL

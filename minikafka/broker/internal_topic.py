@@ -109,13 +109,13 @@ class InternalTopicLog:
         base = plog.log_end_offset
         for chunk in _chunks(recs):
             plog.append(records.build_batch(chunk, timestamp_ms=now_ms, base_sequence=self._base_sequence),
-                        now_ms=now_ms, origin=AppendOrigin.COORDINATOR)
+                        now_ms=now_ms, origin=AppendOrigin.COORDINATOR, rewrite=True)
         for txn in transactional:  # still pending: written again after the live state they may replace
             for chunk in _chunks(txn.records):
                 plog.append(records.build_batch(chunk, timestamp_ms=now_ms, producer_id=txn.producer_id,
                                                 producer_epoch=txn.producer_epoch, transactional=True,
                                                 base_sequence=self._base_sequence),
-                            now_ms=now_ms, origin=AppendOrigin.COORDINATOR)
+                            now_ms=now_ms, origin=AppendOrigin.COORDINATOR, rewrite=True)
         # The rewritten state must be on disk before the segments it replaces are deleted (roll
         # already synced the older ones).
         plog.flush()

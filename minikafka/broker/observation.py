@@ -8,7 +8,8 @@ Kafka requests they stand for (WriteTxnMarkers' write_marker, OffsetCommit's com
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import itertools
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from minikafka.broker.handlers.write_txn_markers import write_marker
@@ -33,12 +34,17 @@ from minikafka.observe.model import (
 )
 from minikafka.observe.ports import ActionRefused
 from minikafka.protocol import records
-from minikafka.protocol.errors import CorruptRecord, ErrorCode
+from minikafka.protocol.errors import CorruptRecord, ErrorCode, InvalidRecord
 from minikafka.protocol.types import TopicPartition
+from minikafka.storage.errors import StorageError
 from minikafka.storage.partition_log import PartitionLog
 
 RECORD_PAGE_BYTES = 1 << 20     # one page of the record browser reads at most this much
-TXN_LOG_SCAN_BYTES = 64 << 20   # a timeline reads at most this much of its __transaction_state partition
+# A timeline reads the newest records of its __transaction_state partition only, at most this many
+# and this many bytes (the console refreshes it every 2 s, on the broker's event loop).
+TXN_LOG_WINDOW_RECORDS = 20_000
+TXN_LOG_WINDOW_BYTES = 4 << 20
+OPEN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
 _CONTROL = {0: "ABORT", 1: "COMMIT"}
 
 
@@ -206,7 +212,8 @@ class LiveView:
             return []
         key = txn_log.encode_key(transactional_id)
         out = []
-        for batch, h in _batches(plog, plog.log_start_offset, TXN_LOG_SCAN_BYTES):
+        start = max(plog.log_start_offset, plog.log_end_offset - TXN_LOG_WINDOW_RECORDS)
+        for batch, h in _window(plog, start, TXN_LOG_WINDOW_BYTES):
             if h.is_control:
                 continue
             for rec in _records(batch):
@@ -216,7 +223,12 @@ class LiveView:
                     out.append(TxnLogEntry(offset=rec.offset, timestamp_ms=rec.timestamp, state="Tombstone",
                                            producer_id=-1, producer_epoch=-1, partitions=()))
                     continue
-                meta = txn_log.decode_value(transactional_id, rec.value)
+                try:
+                    meta = txn_log.decode_value(transactional_id, rec.value)
+                except Exception:  # an unreadable value is shown as such, never fails the page
+                    out.append(TxnLogEntry(offset=rec.offset, timestamp_ms=rec.timestamp, state="Unreadable",
+                                           producer_id=-1, producer_epoch=-1, partitions=()))
+                    continue
                 out.append(TxnLogEntry(offset=rec.offset, timestamp_ms=meta.last_update_ms, state=meta.state.kafka_name,
                                        producer_id=meta.producer_id, producer_epoch=meta.producer_epoch,
                                        partitions=tuple(sorted((tp.topic, tp.partition) for tp in meta.partitions))))
@@ -230,13 +242,13 @@ class LiveView:
         start = min(max(offset, plog.log_start_offset), plog.log_end_offset)
         lso = plog.last_stable_offset
         ongoing = {pid: first for first, pid in plog.producer_state.ongoing_txns.items()}
-        found = list(_batches(plog, start, RECORD_PAGE_BYTES))[:max_batches]
+        found = list(itertools.islice(_window(plog, start, RECORD_PAGE_BYTES), max_batches))
         next_offset = found[-1][1].base_offset + found[-1][1].last_offset_delta + 1 if found else start
         aborted = plog.collect_aborted(start, next_offset) if found else []
         rows = []
         for batch, h in found:
             last = h.base_offset + h.last_offset_delta
-            control = _CONTROL.get(records.control_type(batch), "UNKNOWN") if h.is_control else None
+            control = _control(batch) if h.is_control else None
             is_aborted = control is None and h.is_transactional and any(
                 a.producer_id == h.producer_id and a.first_offset <= h.base_offset <= a.last_offset for a in aborted)
             is_open = (control is None and h.is_transactional and not is_aborted
@@ -253,6 +265,25 @@ class LiveView:
                           aborted_ranges=tuple((a.producer_id, a.first_offset, a.last_offset) for a in aborted))
 
     # ------------------------------------------------------------------------------ actions
+    def hanging(self, topic: str, partition: int, producer_id: int) -> str | None:
+        """Why the producer's open transaction on the partition is hanging (what `kafka-transactions.sh
+        find-hanging` looks for), or None while its coordinator still runs it within its timeout:
+        aborting a live transaction on one partition would commit the rest of it without this part."""
+        txn = self._svc.txn
+        metas = [] if txn is None else [m for m in txn.all() if producer_id in (m.producer_id, m.previous_producer_id)]
+        if not metas:
+            return "no transactional id of the coordinator has this producer id"
+        meta = metas[0]
+        if meta.state.kafka_name not in OPEN_STATES:
+            return f"its transactional id {meta.transactional_id} is {meta.state.kafka_name}"
+        if TopicPartition(topic, partition) not in meta.partitions:
+            return f"its transaction does not include {topic}-{partition}"
+        if meta.producer_id != producer_id:
+            return f"its transactional id {meta.transactional_id} moved to producer {meta.producer_id}"
+        if meta.start_ms >= 0 and self.now_ms() - meta.start_ms > meta.timeout_ms:
+            return f"it is past its timeout ({meta.timeout_ms} ms)"
+        return None
+
     async def abort_transaction(self, topic: str, partition: int, producer_id: int) -> None:
         tp = TopicPartition(topic, partition)
         plog = self._svc.logs.get(tp)
@@ -261,6 +292,9 @@ class LiveView:
         entry = plog.producer_state.producers.get(producer_id)
         if entry is None or entry.current_txn_first_offset < 0:
             raise ActionRefused(f"producer {producer_id} has no open transaction on {topic}-{partition}")
+        if self.hanging(topic, partition, producer_id) is None:
+            raise ActionRefused(f"producer {producer_id}'s transaction is live (its coordinator runs it, within its "
+                                "timeout): abort it from the producer, or let transaction.timeout.ms abort it")
         # kafka-transactions.sh abort: DescribeProducers gives the epoch and coordinator epoch,
         # WriteTxnMarkers writes the ABORT marker with them.
         error = write_marker(self._svc, tp, producer_id=producer_id, producer_epoch=entry.producer_epoch,
@@ -283,18 +317,34 @@ class LiveView:
             raise ActionRefused(", ".join(sorted(errors)))
 
 
-def _batches(plog: PartitionLog, offset: int, max_bytes: int) -> Iterable[tuple[bytes, records.BatchHeader]]:
-    """The batches from the one holding `offset`, up to about max_bytes, each as its own bytes."""
-    if offset >= plog.log_end_offset:
-        return
-    data, _upper = plog.read_range(offset, max_bytes, min_one=True)
-    buf = bytes(data)
-    for pos, h in records.split_batches(buf):
-        yield buf[pos:pos + h.size], h
+def _window(plog: PartitionLog, offset: int, max_bytes: int) -> Iterator[tuple[bytes, records.BatchHeader]]:
+    """The batches from the one holding `offset` on, across segments, until about max_bytes were
+    read or the log ends, each as its own bytes. Stops at the first unreadable batch."""
+    budget = max_bytes
+    while budget > 0 and offset < plog.log_end_offset:
+        try:
+            data, _upper = plog.read_range(offset, min(budget, RECORD_PAGE_BYTES), min_one=True)
+            buf = bytes(data)
+            batches = records.split_batches(buf)
+        except (CorruptRecord, InvalidRecord, StorageError, OSError):
+            return
+        if not batches:
+            return
+        budget -= len(buf)
+        for pos, h in batches:
+            yield buf[pos:pos + h.size], h
+        offset = batches[-1][1].base_offset + batches[-1][1].last_offset_delta + 1
 
 
 def _records(batch: bytes) -> list[records.Record]:
     try:
         return list(records.iter_records(batch))
-    except CorruptRecord:
+    except (CorruptRecord, InvalidRecord, ValueError):
         return []
+
+
+def _control(batch: bytes) -> str:
+    try:
+        return _CONTROL.get(records.control_type(batch), "UNKNOWN")
+    except (CorruptRecord, ValueError, IndexError):
+        return "UNREADABLE"

@@ -50,8 +50,11 @@ class Meters:
         self.failed_produce: defaultdict[str, int] = defaultdict(int)
         self.requests: defaultdict[tuple[int, int], int] = defaultdict(int)  # (api key, version)
         self.latency: dict[int, Latency] = {}                        # api key
-        self.txn_committed = 0        # transactions that reached CompleteCommit
-        self.txn_aborted = 0          # ... CompleteAbort (by the client, a timeout or a fence)
+        # Transactions ended (Ongoing -> PrepareCommit / PrepareAbort: the decision, in the log before
+        # the markers), aborts by the client, a timeout or a fence alike; an EndTxn(abort) with
+        # nothing open (transactions v2 allows it) ends no transaction and is not counted.
+        self.txn_committed = 0
+        self.txn_aborted = 0
         self.txn_timed_out = 0        # aborted by the coordinator for transaction.timeout.ms
         self.producers_fenced = 0     # an ongoing transaction fenced by a newer epoch (PrepareEpochFence)
         self.markers_written: defaultdict[bool, int] = defaultdict(int)  # committed? -> markers
@@ -63,6 +66,14 @@ class Meters:
 
     def fetched(self, topic: str, size: int) -> None:
         self.bytes_out[topic] += size
+
+    def failed(self, topic: str) -> None:
+        self.failed_produce[topic] += 1
+
+    def forget_topic(self, topic: str) -> None:
+        """A deleted topic's counters go (Kafka removes a topic's meters when it is deleted)."""
+        for per_topic in (self.messages_in, self.bytes_in, self.bytes_out, self.failed_produce):
+            per_topic.pop(topic, None)
 
     def request(self, api_key: int, api_version: int, ms: float) -> None:
         self.requests[(api_key, api_version)] += 1
@@ -77,11 +88,12 @@ class Meters:
         TxnState values, compared by their Kafka names so this module imports nothing."""
         state = after.state.kafka_name  # type: ignore[attr-defined]
         was = None if before is None else before.kafka_name  # type: ignore[attr-defined]
-        if state == "CompleteCommit":
+        if was != "Ongoing":
+            return
+        if state == "PrepareCommit":
             self.txn_committed += 1
-        elif state == "CompleteAbort":
+        elif state == "PrepareAbort":
             self.txn_aborted += 1
-        elif state == "PrepareAbort" and was == "Ongoing":
             if cause == "timeout":
                 self.txn_timed_out += 1
             elif cause == "InitProducerId":  # a new instance fenced the open transaction

@@ -45,6 +45,11 @@ class BrokerView(Protocol):
         """Batches from the one holding `offset` (clamped to the log), None for no such partition."""
         ...
 
+    def hanging(self, topic: str, partition: int, producer_id: int) -> str | None:
+        """Why the producer's open transaction on the partition is hanging (its coordinator no
+        longer runs it there, or it is past its timeout), or None while it is live."""
+        ...
+
 
 class ActionRefused(Exception):
     """An action the broker would not take; the message says why (Kafka's error name)."""

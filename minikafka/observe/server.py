@@ -42,7 +42,10 @@ class ObserveServer:
         if console:
             from minikafka.observe.console.app import Console
 
-            c = Console(self.view, self.actions if self.settings.console_actions else None)
+            assert self.settings.console is not None
+            c = Console(self.view, self.actions if self.settings.console_actions else None,
+                        host=self.settings.console.host)
+            app.middlewares.append(c.guard)
             app.add_routes(c.routes())
         return app
 
@@ -52,9 +55,7 @@ class ObserveServer:
         site = web.TCPSite(runner, endpoint.host, endpoint.port, reuse_address=True)
         await site.start()
         self._runners.append(runner)
-        server = site._server  # the bound socket, for port 0
-        assert server is not None
-        port = int(server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
+        port = int(runner.addresses[-1][1])  # the bound port (port 0: the one the system chose)
         if not endpoint.loopback:
             log.warning("observe_not_loopback", host=endpoint.host, port=port,
                         why="anyone who can reach this address can read it")

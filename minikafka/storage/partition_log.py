@@ -298,9 +298,10 @@ class PartitionLog:
 
     # ------------------------------------------------------------------------------ append
     def append(self, payload: bytearray, *, now_ms: int,
-               origin: AppendOrigin = AppendOrigin.CLIENT) -> AppendResult:
+               origin: AppendOrigin = AppendOrigin.CLIENT, rewrite: bool = False) -> AppendResult:
         """Validate, assign offsets and write. Raises CorruptRecord, InvalidRecord, MessageTooLarge;
-        on any of them nothing is written."""
+        on any of them nothing is written. `rewrite`: live state written again by an internal
+        topic's compaction, not new data (on_append is told of no records)."""
         batches = records.split_batches(payload)
         if not batches:
             raise InvalidRecord("no complete record batch in the produce data")
@@ -381,7 +382,7 @@ class PartitionLog:
             except OSError as exc:  # written, not yet synced: the next flush tries again
                 log.warning("flush_failed", topic=self.tp.topic, partition=self.tp.partition, reason=str(exc))
         if self.on_append is not None:
-            self.on_append(count, len(payload))
+            self.on_append(0, 0) if rewrite else self.on_append(count, len(payload))
         return AppendResult(base_offset, last_offset, log_append_time, self.log_start_offset)
 
     def _storage_failed(self, exc: OSError) -> KafkaStorageError:

@@ -134,6 +134,7 @@ def test_the_console_shows_the_pinning_transaction_the_aborted_records_and_the_l
 
     # The group: lag = high watermark - committed, per partition; it moves live as records arrive.
     page = ui.open(f"/groups/{group}")
+    token = page.locator("form.action input[name=token]").get_attribute("value")
     hw0 = hwm(bs, topic, 0)
     assert ui.text(f'#offsets tr[data-tp="{topic}-0"] .lag') == str(hw0 - 1)
     assert ui.text(f'#offsets tr[data-tp="{topic}-1"] .lag') == str(hw1 - 0)
@@ -144,10 +145,30 @@ def test_the_console_shows_the_pinning_transaction_the_aborted_records_and_the_l
         arg=[f'#offsets tr[data-tp="{topic}-0"] .lag', str(hw0 + 3 - 1)], timeout=WAIT_MS)  # no reload
     ui.shot("group")
 
-    # Action: abort the hanging transaction on shop-1 (kafka-transactions.sh abort).
+    # A live transaction (its producer can still end it) gets no abort button, and the action
+    # refuses it: an ABORT marker on one partition would let the rest of it commit without it.
     page = ui.open(f"/transactions/{stuck_id}")
     assert ui.text("#txn .state") == "Ongoing"
-    assert [t.strip() for t in page.locator("#timeline td.state").all_inner_texts()][-1] == "Ongoing"
+    assert [t.strip() for t in page.locator("#timeline td.state").all_inner_texts()][-2:] == ["Empty", "Ongoing"]
+    assert ui.text(f'#pinned tr[data-tp="{topic}-1"] .hanging').startswith("no (live")
+    assert page.locator(f'#pinned tr[data-tp="{topic}-1"] button').count() == 0
+    stuck_pid = page.locator("#txn tr", has_text="Producer id").locator("td").inner_text().split("/")[0].strip()
+    refused = page.request.post(b.console_url + "/actions/abort-transaction", max_redirects=0, form={
+        "token": token, "topic": topic, "partition": "1", "producer_id": stuck_pid,
+        "back": f"/transactions/{stuck_id}"})
+    assert refused.status == 303 and "live" in refused.headers["location"]
+    assert lso(bs, topic, 1) < hwm(bs, topic, 1)
+
+    # Action: the producer aborts, its marker to shop-1 is lost (the hanging_transaction fault,
+    # KIP-664): the coordinator's transaction is over, the partition's is not. The console names
+    # it hanging and aborts it there, as kafka-transactions.sh abort does.
+    b.faults.scenario("hanging_transaction", topic=topic, partition=1)
+    stuck.abort_transaction(30)
+    page = ui.open(f"/transactions/{stuck_id}")
+    assert ui.text("#txn .state") == "CompleteAbort"
+    assert ui.text(f'#pinned tr[data-tp="{topic}-1"] .hanging').startswith("yes: ")
+    assert lso(bs, topic, 1) < hwm(bs, topic, 1)  # still held back by the lost marker
+    ui.shot("transaction-hanging")
     page.click(f'#pinned tr[data-tp="{topic}-1"] button')
     page.wait_for_selector(".message", timeout=WAIT_MS)
     assert "aborted producer" in ui.text(".message")
@@ -155,17 +176,17 @@ def test_the_console_shows_the_pinning_transaction_the_aborted_records_and_the_l
     assert lso(bs, topic, 1) == hwm(bs, topic, 1)  # read_committed consumers move on
     ui.shot("transaction-aborted")
 
-    # Action: reset the (now empty) group's offsets to the earliest.
+    # Action: reset the (now empty) group's offsets to the latest.
     c.close()
     page = ui.open(f"/groups/{group}")
     page.wait_for_function("() => document.querySelector('.state')?.innerText === 'Empty'", timeout=WAIT_MS)
-    page.select_option("form.action select", "earliest")
+    page.select_option("form.action select", "latest")
     page.click("form.action button")
     page.wait_for_selector(".message", timeout=WAIT_MS)
     probe = consumer(bs, **{"group.id": group})
     committed = probe.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=10)
     probe.close()
-    assert [tp.offset for tp in committed] == [0, 0]
+    assert [tp.offset for tp in committed] == [hwm(bs, topic, 0), hwm(bs, topic, 1)]
     ui.shot("group-reset")
     plain.flush(5)
     close_quietly(p, stuck, plain)
@@ -192,9 +213,10 @@ def test_actions_are_off_unless_switched_on(broker_factory, browser, tmp_path):
     close_quietly(stuck)
 
 
-def test_a_form_without_the_broker_token_is_refused(broker_factory, browser, tmp_path):
-    """A page of another site cannot post the console's actions: each form carries a token made
-    at the broker's start."""
+def test_other_sites_cannot_use_the_console(broker_factory, browser, tmp_path):
+    """A page of another site open in the same browser cannot take the console's actions (a token
+    made at the broker's start in each form; its Origin), read it through a name pointed at
+    127.0.0.1 (DNS rebinding: the Host must be the console's), or frame it (clickjacking)."""
     b = broker_factory(observe=True, console_actions=True)
     ui = Pages(browser, b.console_url, tmp_path / "screenshots")
     page = ui.open("/")
@@ -202,4 +224,13 @@ def test_a_form_without_the_broker_token_is_refused(broker_factory, browser, tmp
                                form={"group": "g", "to": "earliest", "token": "guessed"})
     assert answer.status == 403
     assert "token" in answer.text()
+    cross = page.request.post(b.console_url + "/actions/reset-offsets", form={"group": "g", "to": "earliest"},
+                              headers={"Origin": "http://evil.example"})
+    assert cross.status == 403
+    rebound = page.request.get(b.console_url + "/", headers={"Host": f"evil.example:{b.console_port}"})
+    assert rebound.status == 421
+    framed = page.request.get(b.console_url + "/")
+    assert framed.headers["x-frame-options"] == "DENY"
+    assert "frame-ancestors 'none'" in framed.headers["content-security-policy"]
     assert page.request.get(b.console_url + "/topics/no-such-topic").status == 404
+    assert page.request.get(b.console_url + "/transactions/no-such-id").status == 404

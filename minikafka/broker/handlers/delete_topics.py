@@ -47,6 +47,7 @@ class DeleteTopicsHandler:
                                                  error_message=THROTTLING_QUOTA_EXCEEDED_MESSAGE)
         try:
             deleted = logs.delete_topic(name)
+            self.svc.meters.forget_topic(name)
         except TopicError as exc:
             return messages.DeletableTopicResult(name=name, topic_id=ZERO_UUID, error_code=exc.error_code,
                                         error_message=str(exc))

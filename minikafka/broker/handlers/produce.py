@@ -95,7 +95,7 @@ class ProduceHandler:
             result = plog.append(bytearray(records), now_ms=now_ms)
         except (CorruptRecord, InvalidRecord, StorageError) as exc:
             if not isinstance(exc, _NOT_COUNTED_AS_FAILED):
-                self.svc.meters.failed_produce[tp.topic] += 1
+                self.svc.meters.failed(tp.topic)
             return _partition_error(tp.partition, _error_code_for(exc), plog.log_start_offset, str(exc),
                                     getattr(exc, "record_errors", ()))
         if monitor is not None and plog.log_end_offset > end_before:  # not a duplicate's answer

@@ -3,9 +3,15 @@ rendered on the server (Jinja) and refreshed in place by a few lines of plain Ja
 re-fetch the page's live part (`?fragment=1`) every couple of seconds. No front-end build.
 
 Two actions exist only when the broker was started with them switched on (`--console-actions`):
-abort a hanging transaction on a partition (what `kafka-transactions.sh abort` does) and reset an
-empty group's offsets (what `kafka-consumer-groups.sh --reset-offsets --execute` does). Their
-forms carry a token made at start, so another site open in the same browser cannot post them.
+abort a hanging transaction on a partition (what `kafka-transactions.sh abort` does; a live one is
+refused) and reset an empty group's offsets (what `kafka-consumer-groups.sh --reset-offsets
+--execute` does).
+
+Nothing here authenticates its users, so the console defends the browser of the one who may use
+it (on loopback) against other sites open in it: a request must name the console's own host
+(`Host`, against DNS rebinding, where a site's name is pointed at 127.0.0.1), an action must come
+from the console's own pages (`Origin`, and a token made at start in every form), and no page may
+be framed by another site (clickjacking).
 """
 
 from __future__ import annotations
@@ -45,7 +51,10 @@ def _shown(data: bytes | None) -> str:
 def _time(ms: int) -> str:
     if ms < 0:
         return "-"
-    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+    try:
+        return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+    except (ValueError, OverflowError, OSError):  # a timestamp past year 9999 is stored as it came
+        return f"{ms} ms"
 
 
 def _duration(ms: int | None) -> str:
@@ -79,16 +88,44 @@ def _batch_class(b: BatchRow) -> str:
     return "committed" if b.transactional else "plain"
 
 
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
+SECURITY_HEADERS = {"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+                    "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; form-action 'self'"}
+
+
 class Console:
-    def __init__(self, view: BrokerView, actions: BrokerActions | None) -> None:
+    def __init__(self, view: BrokerView, actions: BrokerActions | None, *, host: str = "127.0.0.1") -> None:
         self.view = view
         self.actions = actions
         self.token = secrets.token_urlsafe(24)
+        # The host names a request may name: loopback's, or the configured address when the
+        # console serves another one (then the operator chose who can reach it).
+        self.hosts = LOOPBACK_NAMES | {host, f"[{host}]"}
+        self.any_host = host in ("0.0.0.0", "::", "")
         self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
                                       autoescape=jinja2.select_autoescape(("html",)),
                                       undefined=jinja2.StrictUndefined)
         self.env.filters.update(shown=_shown, time=_time, duration=_duration, size=_size, batch_class=_batch_class,
                                 q=lambda s: quote(str(s), safe=""))
+
+    @web.middleware
+    async def guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        """Refuse requests for another host name (DNS rebinding) and actions from other origins;
+        every answer forbids framing."""
+        if not self.any_host and request.host.rsplit(":", 1)[0] not in self.hosts \
+                and request.host not in self.hosts:
+            raise web.HTTPMisdirectedRequest(text=f"this console answers to {sorted(self.hosts)[0]} only")
+        if request.method == "POST":
+            origin = request.headers.get("Origin")
+            if origin is not None and origin.split("://", 1)[-1] != request.host:
+                raise web.HTTPForbidden(text="actions are taken from the console's own pages only")
+        try:
+            answer = await handler(request)
+        except web.HTTPException as exc:
+            exc.headers.update(SECURITY_HEADERS)
+            raise
+        answer.headers.update(SECURITY_HEADERS)
+        return answer
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -174,21 +211,24 @@ class Console:
             return self._page(request, "missing.html", "Not found", 404, what=f"group {request.match_info['group']}")
         return self._page(request, "group.html", g.group_id, group=g)
 
+    def _pinned(self, transactional_id: str | None = None) -> list[tuple[Any, str | None]]:
+        """The partitions an open transaction holds back (of one transactional id), each with why it
+        is hanging, or None while its transaction is live."""
+        return [(p, self.view.hanging(p.topic, p.partition, p.pinned_by.producer_id))
+                for p in self.view.partitions() if p.pinned_by is not None
+                and (transactional_id is None or p.pinned_by.transactional_id == transactional_id)]
+
     async def transactions(self, request: web.Request) -> web.Response:
-        pinned = [p for p in self.view.partitions() if p.pinned_by is not None]
         return self._page(request, "transactions.html", "Transactions", transactions=self.view.transactions(),
-                          pinned=pinned)
+                          pinned=self._pinned())
 
     async def transaction(self, request: web.Request) -> web.Response:
         txn_id = request.match_info["txn"]
         t = self.view.transaction(txn_id)
-        timeline = self.view.transaction_log(txn_id)
-        if t is None and not timeline:
+        if t is None:  # the coordinator has no such id (never had, or it expired): nothing is scanned
             return self._page(request, "missing.html", "Not found", 404, what=f"transactional id {txn_id}")
-        pinned = [p for p in self.view.partitions() if p.pinned_by is not None
-                  and p.pinned_by.transactional_id == txn_id]
-        return self._page(request, "transaction.html", txn_id, txn=t, transactional_id=txn_id, timeline=timeline,
-                          pinned=pinned)
+        return self._page(request, "transaction.html", txn_id, txn=t, transactional_id=txn_id,
+                          timeline=self.view.transaction_log(txn_id), pinned=self._pinned(txn_id))
 
     # ------------------------------------------------------------------------------ actions
     async def _form(self, request: web.Request) -> dict[str, str]:
@@ -202,7 +242,7 @@ class Console:
     @staticmethod
     def _back(form: dict[str, str], **outcome: str) -> web.HTTPSeeOther:
         back = form.get("back", "/")
-        if not back.startswith("/") or back.startswith("//"):
+        if not back.startswith("/") or back.startswith("//") or "\\" in back:  # only a path of this console
             back = "/"
         sep = "&" if "?" in back else "?"
         return web.HTTPSeeOther(back + sep + urlencode(outcome))
@@ -227,18 +267,15 @@ class Console:
         if g is None:
             raise self._back(form, error=f"no group {group_id}")
         to = form.get("to", "earliest")
+        if to not in ("earliest", "latest"):
+            raise self._back(form, error=f"reset to {to!r}: earliest or latest")
         by_tp = {(p.topic, p.partition): p for t in {o.topic for o in g.offsets} for p in self.view.partitions(t)}
         targets = []
         for o in g.offsets:
             p = by_tp.get((o.topic, o.partition))
             if p is None:
                 continue
-            if to == "earliest":
-                targets.append((o.topic, o.partition, p.log_start_offset))
-            elif to == "latest":
-                targets.append((o.topic, o.partition, p.high_watermark))
-            else:
-                raise self._back(form, error=f"reset to {to!r}: earliest or latest")
+            targets.append((o.topic, o.partition, p.log_start_offset if to == "earliest" else p.high_watermark))
         try:
             await self.actions.reset_offsets(group_id, targets)
         except ActionRefused as exc:

@@ -28,23 +28,35 @@ def test_a_latency_falls_in_the_first_bucket_whose_bound_it_does_not_exceed(ms, 
 
 
 @pytest.mark.parametrize(("cause", "before", "after", "counted"), [
-    ("markers", TxnState.PREPARE_COMMIT, TxnState.COMPLETE_COMMIT, "txn_committed"),
-    ("markers", TxnState.PREPARE_ABORT, TxnState.COMPLETE_ABORT, "txn_aborted"),
-    ("timeout", TxnState.ONGOING, TxnState.PREPARE_ABORT, "txn_timed_out"),
-    ("InitProducerId", TxnState.ONGOING, TxnState.PREPARE_ABORT, "producers_fenced"),
-    ("EndTxn", TxnState.ONGOING, TxnState.PREPARE_ABORT, None),       # the client's own abort
-    ("EndTxn", TxnState.ONGOING, TxnState.PREPARE_COMMIT, None),
-    ("InitProducerId", TxnState.EMPTY, TxnState.EMPTY, None),         # a new epoch, nothing open
-    ("InitProducerId", None, TxnState.EMPTY, None),                   # a new transactional id
-    ("AddPartitionsToTxn", TxnState.EMPTY, TxnState.ONGOING, None),
-    ("expiry", TxnState.COMPLETE_COMMIT, TxnState.DEAD, None),
-    ("repair", TxnState.ONGOING, TxnState.PREPARE_ABORT, None),
+    ("EndTxn", TxnState.ONGOING, TxnState.PREPARE_COMMIT, {"txn_committed"}),
+    ("EndTxn", TxnState.ONGOING, TxnState.PREPARE_ABORT, {"txn_aborted"}),                 # the client's abort
+    ("timeout", TxnState.ONGOING, TxnState.PREPARE_ABORT, {"txn_aborted", "txn_timed_out"}),
+    ("InitProducerId", TxnState.ONGOING, TxnState.PREPARE_ABORT, {"txn_aborted", "producers_fenced"}),
+    ("repair", TxnState.ONGOING, TxnState.PREPARE_ABORT, {"txn_aborted"}),
+    ("markers", TxnState.PREPARE_COMMIT, TxnState.COMPLETE_COMMIT, set()),                 # counted when decided
+    ("markers", TxnState.PREPARE_ABORT, TxnState.COMPLETE_ABORT, set()),
+    ("EndTxn", TxnState.COMPLETE_COMMIT, TxnState.PREPARE_ABORT, set()),   # TV2: an abort with nothing open
+    ("EndTxn", TxnState.EMPTY, TxnState.PREPARE_ABORT, set()),
+    ("InitProducerId", TxnState.EMPTY, TxnState.EMPTY, set()),            # a new epoch, nothing open
+    ("InitProducerId", None, TxnState.EMPTY, set()),                      # a new transactional id
+    ("AddPartitionsToTxn", TxnState.EMPTY, TxnState.ONGOING, set()),
+    ("expiry", TxnState.COMPLETE_COMMIT, TxnState.DEAD, set()),
 ])
-def test_the_transition_listener_counts_completions_timeouts_and_fences(cause, before, after, counted):
+def test_the_transition_listener_counts_ended_transactions_timeouts_and_fences(cause, before, after, counted):
     m = Meters()
     m.transaction_transition(cause, before, _meta(after))
     counts = {k: getattr(m, k) for k in ("txn_committed", "txn_aborted", "txn_timed_out", "producers_fenced")}
-    assert counts == {k: int(k == counted) for k in counts}
+    assert counts == {k: int(k in counted) for k in counts}
+
+
+def test_a_deleted_topics_counters_go():
+    m = Meters()
+    m.produced("gone", 1, 10)
+    m.fetched("gone", 10)
+    m.failed("gone")
+    m.produced("kept", 2, 20)
+    m.forget_topic("gone")
+    assert (dict(m.messages_in), dict(m.bytes_out), dict(m.failed_produce)) == ({"kept": 2}, {}, {})
 
 
 def test_produce_fetch_and_requests_add_up_per_topic_and_api():

@@ -3,8 +3,10 @@
   const main = document.getElementById("live-part");
   const box = document.getElementById("live");
   const every = Number(document.body.dataset.refreshMs || 2000);
+  let edited = false;  // the user changed a form field: keep the page as it is until they act
+  main.addEventListener("input", () => { edited = true; });
   async function refresh() {
-    if (!box.checked || document.hidden) return;
+    if (!box.checked || document.hidden || edited) return;
     const focused = document.activeElement;
     if (focused && main.contains(focused) && focused.matches("select, input, button, textarea")) return;  // mid-action
     const url = new URL(window.location.href);
@@ -17,5 +19,11 @@
       }
     } catch (e) { /* the broker stopped: keep the last page */ }
   }
-  setInterval(refresh, every);
+  // One request at a time: the next is armed only when this one is done (a slow broker is not
+  // sent a pile of them).
+  async function loop() {
+    await refresh();
+    setTimeout(loop, every);
+  }
+  setTimeout(loop, every);
 })();
