@@ -89,7 +89,7 @@ def _batch_class(b: BatchRow) -> str:
 
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
-SECURITY_HEADERS = {"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+SECURITY_HEADERS = {"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin",
                     "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; form-action 'self'"}
 
 
