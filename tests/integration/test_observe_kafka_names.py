@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 from clients import consume_n, consumer, create_topic, produce_all, producer, uniq
+# At import, as the other modules do: later, "conftest" may name tests/spark's.
+from conftest import KAFKA_EXTRA_PROPS, KAFKA_HEAP, conformance_mode
 from confluent_kafka import TopicPartition
 from rawclient import RawClient, produce, valid_batch
 from test_observe_metrics import Scrape
@@ -52,8 +54,6 @@ def _agent_or_skip() -> Path:
 @pytest.fixture
 def kafka_with_jmx_exporter(tmp_path: Path) -> Iterator[Any]:
     """Apache Kafka with the JMX exporter's agent: (bootstrap, metrics url)."""
-    from conftest import KAFKA_EXTRA_PROPS, KAFKA_HEAP, conformance_mode
-
     if not conformance_mode():
         pytest.skip("compares with Apache Kafka: runs with `make conformance`")
     import kafka_ref
