@@ -54,6 +54,7 @@ from minikafka.storage import files
 from minikafka.storage import snapshot as snapshot_file
 from minikafka.storage.producer_state import ProducerStateManager
 from minikafka.storage.txn_index import TransactionIndex
+from minikafka.text_formats import format_duration, format_time
 from minikafka.tool_client import ToolClient
 
 _SCAN_CHUNK = 64 * 1024
@@ -191,31 +192,6 @@ def to_json(report: Report) -> dict[str, Any]:
         } for p in report.partitions],
         "notes": list(report.notes),
     }
-
-
-def format_duration(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    if ms < 1000:
-        return f"{ms}ms"
-    s = ms / 1000
-    if s < 60:
-        return f"{s:.1f}s"
-    m, s_int = divmod(int(s), 60)
-    if m < 60:
-        return f"{m}m{s_int:02d}s"
-    h, m = divmod(m, 60)
-    if h < 24:
-        return f"{h}h{m:02d}m"
-    d, h = divmod(h, 24)
-    return f"{d}d{h:02d}h"
-
-
-def format_time(ms: int) -> str:
-    if ms < 0:
-        return "-"
-    t = datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
-    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:

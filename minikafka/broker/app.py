@@ -38,7 +38,7 @@ from minikafka.control.rules import FaultRules
 from minikafka.coordinator.group.offsets_log import TOPIC as OFFSETS_TOPIC
 from minikafka.coordinator.producer_ids import ProducerIdAllocator
 from minikafka.coordinator.transaction.coordinator import TransactionCoordinator
-from minikafka.coordinator.transaction.state import TxnState
+from minikafka.coordinator.transaction.state import OPEN_STATES
 from minikafka.coordinator.transaction.txn_log import TOPIC as TXN_TOPIC
 from minikafka.faults import FaultInjector
 from minikafka.features import SUPPORTED as SUPPORTED_FEATURES
@@ -68,8 +68,6 @@ log = structlog.get_logger("minikafka.broker")
 # How often the internal topics are checked for a rolled segment to compact (cheap: a length test).
 COMPACTION_CHECK_MS = 1000
 INVARIANT_CHECK_MS = 1000  # the invariant monitor's look for transactions that ended without a marker
-OPEN_STATES = frozenset({TxnState.ONGOING, TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT,
-                         TxnState.PREPARE_EPOCH_FENCE})
 
 
 def _log_violation(v: Violation) -> None:
@@ -331,7 +329,7 @@ class Broker:
         from minikafka.broker.observation import LiveView
         from minikafka.observe.server import ObserveServer
 
-        view = LiveView(self.services, self.server, self.services.meters, self.clock.now_ms())
+        view = LiveView(self.services, self.server)
         self.observe = ObserveServer(settings, view, view)
         await self.observe.start()
 

@@ -18,7 +18,7 @@ from minikafka.broker.services import BrokerServices
 from minikafka.coordinator.consumer_group.embedded import decode_assignment
 from minikafka.coordinator.group.coordinator import OffsetCommitEntry
 from minikafka.coordinator.transaction import txn_log
-from minikafka.observe.meters import Meters
+from minikafka.coordinator.transaction.state import OPEN_STATES
 from minikafka.observe.model import (
     BatchRow,
     BrokerSummary,
@@ -44,18 +44,16 @@ RECORD_PAGE_BYTES = 1 << 20     # one page of the record browser reads at most t
 # and this many bytes (the console refreshes it every 2 s, on the broker's event loop).
 TXN_LOG_WINDOW_RECORDS = 20_000
 TXN_LOG_WINDOW_BYTES = 4 << 20
-OPEN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
 _CONTROL = {0: "ABORT", 1: "COMMIT"}
 
 
 class LiveView:
     """BrokerView and BrokerActions over the running broker's services."""
 
-    def __init__(self, services: BrokerServices, server: KafkaServer, meters: Meters, started_ms: int) -> None:
+    def __init__(self, services: BrokerServices, server: KafkaServer) -> None:
         self._svc = services
         self._server = server
-        self.meters = meters
-        self._started_ms = started_ms
+        self.meters = services.meters
 
     def now_ms(self) -> int:
         return self._svc.clock.now_ms()
@@ -74,7 +72,7 @@ class LiveView:
             node_id=self._svc.node_id, cluster_id=self._svc.cluster_id,
             listeners=tuple((s.listener.name, s.listener.host, s.listener.port) for s in self._server.listeners),
             connections=connections, producer_ids=producer_ids,
-            txn_log_partitions=0 if txn_topic is None else txn_topic.partition_count, started_ms=self._started_ms)
+            txn_log_partitions=0 if txn_topic is None else txn_topic.partition_count)
 
     # ------------------------------------------------------------------------------ partitions
     def partitions(self, topic: str | None = None) -> list[PartitionState]:
@@ -92,11 +90,9 @@ class LiveView:
 
     def _partition(self, plog: PartitionLog, internal: bool, txn_ids: dict[int, str]) -> PartitionState:
         ongoing = plog.producer_state.ongoing_txns  # first offset -> producer id
-        pinned = None
-        if ongoing:
-            first = min(ongoing)
-            pid = ongoing[first]
-            pinned = PinningTxn(producer_id=pid, first_offset=first, transactional_id=txn_ids.get(pid))
+        first = plog.producer_state.first_unstable_offset()  # the oldest: what the LSO waits for
+        pinned = None if first is None else PinningTxn(producer_id=ongoing[first], first_offset=first,
+                                                       transactional_id=txn_ids.get(ongoing[first]))
         return PartitionState(topic=plog.tp.topic, partition=plog.tp.partition, internal=internal,
                               log_start_offset=plog.log_start_offset, high_watermark=plog.high_watermark,
                               last_stable_offset=plog.last_stable_offset, size_bytes=plog.size_in_bytes,
@@ -118,7 +114,7 @@ class LiveView:
         coordinator = self._svc.groups
         if coordinator is None:
             return []
-        return [g for g in (self._group(listed) for listed in coordinator.list_groups()) if g is not None]
+        return [self._group(listed) for listed in coordinator.list_groups()]
 
     def group(self, group_id: str) -> GroupState | None:
         coordinator = self._svc.groups
@@ -129,7 +125,7 @@ class LiveView:
                 return self._group(listed)
         return None
 
-    def _group(self, listed: Any) -> GroupState | None:
+    def _group(self, listed: Any) -> GroupState:
         coordinator = self._svc.groups
         assert coordinator is not None
         gid = listed.group_id
@@ -197,7 +193,8 @@ class LiveView:
     def _transaction(self, meta: Any) -> TransactionState:
         assert self._svc.txn is not None
         return TransactionState(
-            transactional_id=meta.transactional_id, state=meta.state.kafka_name, producer_id=meta.producer_id,
+            transactional_id=meta.transactional_id, state=meta.state.kafka_name, open=meta.state in OPEN_STATES,
+            producer_id=meta.producer_id,
             producer_epoch=meta.producer_epoch, timeout_ms=meta.timeout_ms,
             partitions=tuple(sorted((tp.topic, tp.partition) for tp in meta.partitions)),
             start_ms=meta.start_ms, last_update_ms=meta.last_update_ms,
@@ -270,11 +267,11 @@ class LiveView:
         find-hanging` looks for), or None while its coordinator still runs it within its timeout:
         aborting a live transaction on one partition would commit the rest of it without this part."""
         txn = self._svc.txn
-        metas = [] if txn is None else [m for m in txn.all() if producer_id in (m.producer_id, m.previous_producer_id)]
-        if not metas:
+        meta = None if txn is None else next(
+            (m for m in txn.all() if producer_id in (m.producer_id, m.previous_producer_id)), None)
+        if meta is None:
             return "no transactional id of the coordinator has this producer id"
-        meta = metas[0]
-        if meta.state.kafka_name not in OPEN_STATES:
+        if meta.state not in OPEN_STATES:
             return f"its transactional id {meta.transactional_id} is {meta.state.kafka_name}"
         if TopicPartition(topic, partition) not in meta.partitions:
             return f"its transaction does not include {topic}-{partition}"

@@ -56,7 +56,7 @@ class Meters:
         self.txn_committed = 0
         self.txn_aborted = 0
         self.txn_timed_out = 0        # aborted by the coordinator for transaction.timeout.ms
-        self.producers_fenced = 0     # an ongoing transaction fenced by a newer epoch (PrepareEpochFence)
+        self.producers_fenced = 0     # an ongoing transaction fenced by a new instance (InitProducerId)
         self.markers_written: defaultdict[bool, int] = defaultdict(int)  # committed? -> markers
 
     # The hot paths' doors --------------------------------------------------------------------

@@ -122,7 +122,8 @@ class BrokerCollector:
         yield _per_topic("kafka_server_brokertopicmetrics_bytesout_total", "Record bytes answered by Fetch",
                          dict(m.bytes_out))
         yield _per_topic("kafka_server_brokertopicmetrics_failedproducerequests_total",
-                         "Produce partitions answered with an error", dict(m.failed_produce))
+                         "Appends refused as Kafka counts them (not corrupt or too-large batches)",
+                         dict(m.failed_produce))
 
         requests = CounterMetricFamily("kafka_network_requestmetrics_requests",
                                        "Requests handled, per API and version", labels=("request", "version"))
@@ -215,13 +216,11 @@ class BrokerCollector:
                                 value=len(txns))
         yield GaugeMetricFamily("kafka_coordinator_transaction_ongoing_partitions",
                                 "Partitions enrolled in open transactions",
-                                value=sum(len(t.partitions) for t in txns
-                                          if t.state in ("Ongoing", "PrepareCommit", "PrepareAbort",
-                                                         "PrepareEpochFence")))
+                                value=sum(len(t.partitions) for t in txns if t.open))
         for name, doc, value in (
-                ("kafka_coordinator_transaction_transactions_committed", "Transactions completed by commit",
+                ("kafka_coordinator_transaction_transactions_committed", "Transactions ended by commit (decided; markers follow)",
                  m.txn_committed),
-                ("kafka_coordinator_transaction_transactions_aborted", "Transactions completed by abort",
+                ("kafka_coordinator_transaction_transactions_aborted", "Transactions ended by abort (the client's, a timeout's or a fence's)",
                  m.txn_aborted),
                 ("kafka_coordinator_transaction_transactions_timed_out",
                  "Transactions aborted by the coordinator for transaction.timeout.ms", m.txn_timed_out),

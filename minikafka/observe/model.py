@@ -72,6 +72,7 @@ class GroupState:
 class TransactionState:
     transactional_id: str
     state: str                    # Kafka's name: Empty, Ongoing, PrepareCommit, ...
+    open: bool                    # Ongoing or Prepare*: its partitions may hold unmarked records
     producer_id: int
     producer_epoch: int
     timeout_ms: int
@@ -138,4 +139,3 @@ class BrokerSummary:
     connections: dict[str, int]                  # per listener
     producer_ids: int                            # producer states kept, summed over the partitions
     txn_log_partitions: int
-    started_ms: int

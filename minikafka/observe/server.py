@@ -20,7 +20,7 @@ log = structlog.get_logger("minikafka.observe")
 
 class ObserveServer:
     def __init__(self, settings: ObserveSettings, view: BrokerView, actions: BrokerActions) -> None:
-        settings.check()
+        """`settings` as the broker checked them (ObserveSettings.check)."""
         self.settings = settings
         self.view = view
         self.actions = actions

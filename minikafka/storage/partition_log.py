@@ -382,7 +382,7 @@ class PartitionLog:
             except OSError as exc:  # written, not yet synced: the next flush tries again
                 log.warning("flush_failed", topic=self.tp.topic, partition=self.tp.partition, reason=str(exc))
         if self.on_append is not None:
-            self.on_append(0, 0) if rewrite else self.on_append(count, len(payload))
+            self.on_append(*((0, 0) if rewrite else (count, len(payload))))
         return AppendResult(base_offset, last_offset, log_append_time, self.log_start_offset)
 
     def _storage_failed(self, exc: OSError) -> KafkaStorageError:

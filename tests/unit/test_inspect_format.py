@@ -205,3 +205,9 @@ def test_data_dir_reader_ignores_a_torn_tail_and_reports_a_missing_index_entry(t
 def test_data_dir_must_exist(tmp_path: Path) -> None:
     with pytest.raises(inspect.InspectError):
         inspect.from_data_dir(tmp_path / "missing", now_ms=NOW)
+
+
+def test_format_time_to_the_millisecond_and_a_timestamp_past_year_9999_as_its_number() -> None:
+    assert inspect.format_time(1_795_866_776_036) == "2026-11-28T11:52:56.036Z"
+    assert inspect.format_time(10**15) == f"{10**15} ms"  # a record may carry it; a page must not fail on it
+    assert inspect.format_time(-1) == "-"

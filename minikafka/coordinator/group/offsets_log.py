@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from minikafka.coordinator.group.state import Group, GroupState, Member, OffsetAndMetadata
 from minikafka.protocol.binary import Reader
-from minikafka.protocol.records import uvarint
+from minikafka.protocol.wire_write import string, tagged_fields
 from minikafka.protocol.types import TopicPartition
 
 OFFSET_COMMIT_KEY_VERSION = 1
@@ -78,11 +78,10 @@ def offset_commit_value(om: OffsetAndMetadata) -> bytes:
         # v1 is the only version with an expire timestamp (MetadataVersion.offsetCommitValueVersion).
         return (_H.pack(1) + _Q.pack(om.offset) + _str(om.metadata) + _Q.pack(om.commit_timestamp_ms)
                 + _Q.pack(om.expire_timestamp_ms))
-    encoded = om.metadata.encode()
-    # Tagged fields: tag 0 is the TopicId, written only when known (its default is the zero uuid).
-    tags = b"\x01\x00\x10" + om.topic_id.bytes if om.topic_id is not None else b"\x00"
+    # Tag 0 is the TopicId, written only when known (its default is the zero uuid).
+    tags = [] if om.topic_id is None else [(0, om.topic_id.bytes)]
     return (_H.pack(OFFSET_COMMIT_VALUE_VERSION) + _Q.pack(om.offset) + _I.pack(om.leader_epoch)
-            + uvarint(len(encoded) + 1) + encoded + _Q.pack(om.commit_timestamp_ms) + tags)
+            + string(om.metadata, True) + _Q.pack(om.commit_timestamp_ms) + tagged_fields(tags))
 
 
 def group_metadata_key(group_id: str) -> bytes:

@@ -29,9 +29,8 @@ persists what must be persisted and then swaps it in.
 
 from __future__ import annotations
 
-import uuid
-
 import enum
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType

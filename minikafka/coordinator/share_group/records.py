@@ -44,7 +44,6 @@ TARGET_ASSIGNMENT_METADATA = 12
 TARGET_ASSIGNMENT_MEMBER = 13
 CURRENT_MEMBER_ASSIGNMENT = 14
 STATE_PARTITION_METADATA = 15
-RECORD_TYPES = frozenset(range(10, 16))
 
 Record = tuple[bytes, bytes | None]
 TopicPartitions = Mapping[uuid.UUID, Sequence[int]]

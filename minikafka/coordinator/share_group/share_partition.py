@@ -115,7 +115,7 @@ class StateBatch:
     delivery_count: int
 
 
-def validate_ack_batches(batches: Sequence[AckBatch], *, max_type: int = AcknowledgeType.RENEW) -> bool:
+def validate_ack_batches(batches: Sequence[AckBatch]) -> bool:
     """Kafka's request-level check of a partition's AcknowledgementBatches (INVALID_REQUEST when
     False): each range ordered and after the previous one, one type or one per offset, known types."""
     previous_last = -1
@@ -124,7 +124,7 @@ def validate_ack_batches(batches: Sequence[AckBatch], *, max_type: int = Acknowl
             return False
         if not b.types or (len(b.types) > 1 and len(b.types) != b.last_offset - b.first_offset + 1):
             return False
-        if any(t < 0 or t > max_type for t in b.types):
+        if any(t < 0 or t > AcknowledgeType.RENEW for t in b.types):
             return False
         previous_last = b.last_offset
     return True
@@ -166,13 +166,6 @@ class SharePartition:
 
     def can_acquire(self) -> bool:
         return self.next_fetch_offset() <= self.end_offset or self.in_flight < self.config.max_record_locks
-
-    def state_of(self, offset: int) -> InFlight | None:
-        return self.records.get(offset)
-
-    def delivery_complete_count(self) -> int:
-        """Final records at or past the SPSO (KIP-1226, for the group's lag)."""
-        return sum(1 for r in self.records.values() if r.state.final)
 
     # ------------------------------------------------------------------------------ acquire
     def acquire(self, member_id: str, batches: Sequence[LogBatch], *, max_records: int,

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from minikafka.coordinator.share_group.share_partition import RecordState, StateBatch
 from minikafka.protocol.binary import Reader
-from minikafka.protocol.records import uvarint
+from minikafka.protocol.wire_write import array_length, coordinator_key, tagged_fields
 
 TOPIC = "__share_group_state"
 SNAPSHOT, UPDATE = 0, 1  # the key's record type
@@ -73,21 +73,19 @@ class ShareUpdate:
 
 
 def encode_key(record_type: int, group_id: str, topic_id: uuid.UUID, partition: int) -> bytes:
-    group = group_id.encode()
-    return _H.pack(record_type) + _H.pack(len(group)) + group + topic_id.bytes + _I.pack(partition)
+    return coordinator_key(record_type, group_id) + topic_id.bytes + _I.pack(partition)
 
 
 def _batches(batches: Sequence[StateBatch]) -> bytes:
-    out = bytearray(uvarint(len(batches) + 1))
-    for b in batches:
-        out += _BATCH.pack(b.first_offset, b.last_offset, int(b.delivery_state), b.delivery_count) + b"\x00"
-    return bytes(out)
+    return array_length(len(batches), True) + b"".join(
+        _BATCH.pack(b.first_offset, b.last_offset, int(b.delivery_state), b.delivery_count) + tagged_fields([])
+        for b in batches)
 
 
 def _tags(delivery_complete_count: int) -> bytes:
-    if delivery_complete_count == NO_DELIVERY_COMPLETE_COUNT:
-        return b"\x00"
-    return b"\x01\x00\x04" + _I.pack(delivery_complete_count)
+    """Tag 0, DeliveryCompleteCount, written only when it is not its default (-1)."""
+    return tagged_fields([] if delivery_complete_count == NO_DELIVERY_COMPLETE_COUNT
+                         else [(0, _I.pack(delivery_complete_count))])
 
 
 def encode_snapshot(v: ShareSnapshot) -> bytes:

@@ -103,6 +103,9 @@ def _allowed_previous() -> Mapping[TxnState, frozenset[TxnState]]:
 
 # Derived from TRANSITIONS; a unit test compares it with Kafka's TransactionState.validPreviousStates.
 ALLOWED_PREVIOUS: Final = _allowed_previous()
+# A transaction is open (its partitions may hold records without a marker) in these states.
+OPEN_STATES: Final = frozenset({TxnState.ONGOING, TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT,
+                                TxnState.PREPARE_EPOCH_FENCE})
 
 
 class IllegalTransition(Exception):

@@ -16,7 +16,6 @@ be framed by another site (clickjacking).
 
 from __future__ import annotations
 
-import datetime
 import secrets
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from aiohttp import web
 
 from minikafka.observe.model import BatchRow
 from minikafka.observe.ports import ActionRefused, BrokerActions, BrokerView
+from minikafka.text_formats import format_duration, format_time
 
 HERE = Path(__file__).parent
 REFRESH_MS = 2000
@@ -46,28 +46,6 @@ def _shown(data: bytes | None) -> str:
         text = "0x" + data[: SHOWN_BYTES // 2].hex() + ("…" if len(data) > SHOWN_BYTES // 2 else "")
         return text
     return text if len(text) <= SHOWN_BYTES else text[:SHOWN_BYTES] + "…"
-
-
-def _time(ms: int) -> str:
-    if ms < 0:
-        return "-"
-    try:
-        return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
-    except (ValueError, OverflowError, OSError):  # a timestamp past year 9999 is stored as it came
-        return f"{ms} ms"
-
-
-def _duration(ms: int | None) -> str:
-    if ms is None or ms < 0:
-        return "-"
-    if ms < 1000:
-        return f"{ms} ms"
-    s = ms / 1000
-    if s < 120:
-        return f"{s:.1f} s"
-    if s < 7200:
-        return f"{s / 60:.1f} min"
-    return f"{s / 3600:.1f} h"
 
 
 def _size(n: int) -> str:
@@ -105,7 +83,7 @@ class Console:
         self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
                                       autoescape=jinja2.select_autoescape(("html",)),
                                       undefined=jinja2.StrictUndefined)
-        self.env.filters.update(shown=_shown, time=_time, duration=_duration, size=_size, batch_class=_batch_class,
+        self.env.filters.update(shown=_shown, time=format_time, duration=format_duration, size=_size, batch_class=_batch_class,
                                 q=lambda s: quote(str(s), safe=""))
 
     @web.middleware
@@ -151,7 +129,7 @@ class Console:
         summary = self.view.summary()
         html = self.env.get_template("base.html").render(main=jinja2.utils.markupsafe.Markup(main), title=title,
                                                          summary=summary, refresh_ms=REFRESH_MS,
-                                                         section=template.split(".")[0].split("_")[0])
+                                                         section=template.removesuffix(".html"))
         return web.Response(text=html, content_type="text/html", status=status)
 
     async def overview(self, request: web.Request) -> web.Response:

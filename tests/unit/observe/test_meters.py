@@ -84,7 +84,7 @@ class _EmptyView:
 
     def summary(self) -> BrokerSummary:
         return BrokerSummary(node_id=1, cluster_id="c", listeners=(("PLAINTEXT", "127.0.0.1", 9092),),
-                             connections={"PLAINTEXT": 2}, producer_ids=0, txn_log_partitions=50, started_ms=0)
+                             connections={"PLAINTEXT": 2}, producer_ids=0, txn_log_partitions=50)
 
     def partitions(self, topic=None):
         return []
