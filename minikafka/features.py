@@ -2,10 +2,9 @@
 
 Theory of operation
 - SUPPORTED is what this broker can run: `transaction.version` 0-2 (transactions v2 at 2),
-  `group.version` 0-1 (the KIP-848 consumer protocol at 1) and `streams.version` 0-1 (the KIP-1071
-  streams protocol at 1), as Kafka 4.3.1. Features of protocols minikafka does not serve
-  (share.version) and the KRaft ones (metadata.version, kraft.version) are not listed, so no client
-  asks for them.
+  `group.version` 0-1 (the KIP-848 consumer protocol at 1), `streams.version` 0-1 (the KIP-1071
+  streams protocol at 1) and `share.version` 0-1 (KIP-932 share groups at 1), as Kafka 4.3.1. The
+  KRaft ones (metadata.version, kraft.version) are not listed, so no client asks for them.
 - The finalized levels start from the broker properties of the same names (what `kafka-storage
   format --feature` sets on Kafka) and, once an UpdateFeatures changed them, from the levels stored
   in the data dir: as in Kafka, a level set with kafka-features.sh outlives restarts.
@@ -29,8 +28,9 @@ from minikafka.protocol.errors import ErrorCode
 TRANSACTION_VERSION: Final = "transaction.version"
 GROUP_VERSION: Final = "group.version"
 STREAMS_VERSION: Final = "streams.version"
+SHARE_VERSION: Final = "share.version"
 SUPPORTED: Final[Mapping[str, tuple[int, int]]] = {GROUP_VERSION: (0, 1), STREAMS_VERSION: (0, 1),
-                                                   TRANSACTION_VERSION: (0, 2)}
+                                                   SHARE_VERSION: (0, 1), TRANSACTION_VERSION: (0, 2)}
 
 
 class UpgradeType(enum.IntEnum):

@@ -38,7 +38,7 @@ _DURATION = re.compile(r"([-+]?)P(?:([-+]?\d+)D)?"
                        r"(?:T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?(?:([-+]?\d+)(?:[.,](\d{0,9}))?S)?)?", re.IGNORECASE)
 
 
-def _duration_seconds(text: str) -> float | None:
+def duration_seconds(text: str) -> float | None:
     m = _DURATION.fullmatch(text)
     if m is None or not any(m.group(i) for i in (2, 3, 4, 5)) or text.upper().endswith("T"):
         return None
@@ -53,7 +53,7 @@ def _auto_offset_reset(value: str) -> str | None:
     if value in ("earliest", "latest"):
         return None
     if value.startswith("by_duration:"):
-        seconds = _duration_seconds(value[len("by_duration:"):])
+        seconds = duration_seconds(value[len("by_duration:"):])
         if seconds is not None and seconds >= 0:
             return None
     return (f"Invalid value `{value}` for configuration share.auto.offset.reset. The value must be either "

@@ -38,6 +38,7 @@ TEST_OVERRIDES: dict[str, str] = {
     "group.initial.rebalance.delay.ms": "0",
     "offsets.topic.num.partitions": "1",
     "transaction.state.log.num.partitions": "1",
+    "share.coordinator.state.topic.num.partitions": "1",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "200",
 }
 

@@ -22,6 +22,7 @@ from minikafka.broker.group_log import build_group_coordinator
 from minikafka.broker.handlers import default_handlers
 from minikafka.broker.handlers.write_txn_markers import LocalMarkerWriter
 from minikafka.broker.internal_topic import InternalTopicLog
+from minikafka.broker.share_partitions import SharePartitionManager
 from minikafka.broker.log_cleaner import LogCleaner
 from minikafka.broker.producer_id_store import FileProducerIdBlockStore
 from minikafka.broker.purgatory import FetchPurgatory
@@ -67,6 +68,7 @@ BROKER_CONFIGS_FILE = "minikafka-broker-configs.json"  # dynamic BROKER configs 
 log = structlog.get_logger("minikafka.broker")
 # How often the internal topics are checked for a rolled segment to compact (cheap: a length test).
 COMPACTION_CHECK_MS = 1000
+SHARE_LOCK_CHECK_MS = 100   # how late an expired acquisition lock may be noticed
 INVARIANT_CHECK_MS = 1000  # the invariant monitor's look for transactions that ended without a marker
 
 
@@ -147,6 +149,10 @@ class Broker:
         # A group's consumer.* configs override the broker's group.consumer.* defaults.
         self.groups.consumer.group_overrides = self.services.group_configs.get
         self.groups.streams.group_overrides = self.services.group_configs.get
+        self.groups.share.group_overrides = self.services.group_configs.get
+        # KIP-932: ShareFetch / ShareAcknowledge over the share groups' partitions.
+        self.services.share = SharePartitionManager(self.services, self.groups.share,
+                                                    max_sessions=int(config["group.share.max.share.sessions"]))
         self.services.broker_configs = broker_configs
         self.services.static_values = static_values
         self.services.quota_store = ClientQuotaStore(config.data_dir / CLIENT_QUOTAS_FILE)
@@ -213,7 +219,9 @@ class Broker:
         self.txn_topic.complete_rebuilt(self.clock.now_ms())
         for topic in list(self.logs.topics):
             self.services.watch_new_partitions(topic)
+        self.groups.share.share_state.complete_topic(self.clock.now_ms())
         self.groups.load(self.clock.now_ms())
+        self.groups.share.share_state.load()
         self.txn.load()
         # Internal partitions that lost unreadable records: say which groups and ids live there.
         damaged = self.logs.damaged
@@ -238,6 +246,9 @@ class Broker:
         self._every(int(c["transaction.abort.timed.out.transaction.cleanup.interval.ms"]), self._abort_timed_out)
         self._every(int(c["transaction.remove.expired.transaction.cleanup.interval.ms"]), self._expire_txn_ids)
         self._every(COMPACTION_CHECK_MS, self._compact_internal_topics)
+        share = self.services.share
+        self._every(SHARE_LOCK_CHECK_MS, share.expire_locks)
+        self.server.closed_listeners.append(share.connection_closed)
         for sec in self.server.listeners:
             if sec.jwks is not None:
                 self._every(sec.jwks.refresh_ms, self._jwks_refresher(sec.listener.name, sec.jwks.source))
@@ -360,6 +371,7 @@ class Broker:
 
     async def _compact_internal_topics(self) -> None:
         await self.groups.compact(self.clock.now_ms())
+        await self.groups.share.share_state.compact(self.clock.now_ms())
         await self.txn.compact(self.clock.now_ms)
 
     def _retention(self) -> None:

@@ -457,4 +457,9 @@ POLICIES: dict[int, Policy] = {
                         topic_ops),
     88: needs(on_group(READ)),
     89: needs(lambda who, req: None if all(who.can(DESCRIBE, GROUP, g) for g in req.group_ids) else GROUP_DENIED),
+    # Share groups (KIP-932): READ on the group (topic-level READ of ShareFetch is not checked yet).
+    76: needs(on_group(READ)),
+    77: needs(lambda who, req: None if all(who.can(DESCRIBE, GROUP, g) for g in req.group_ids) else GROUP_DENIED),
+    78: needs(on_group(READ)),
+    79: needs(on_group(READ)),
 }

@@ -20,6 +20,10 @@ from minikafka.coordinator.consumer_group.decisions import ConsumerGroupConfig
 from minikafka.coordinator.group.coordinator import GroupCoordinator
 from minikafka.coordinator.group.decisions import GroupConfig
 from minikafka.coordinator.group.offsets_log import TOPIC as OFFSETS_TOPIC
+from minikafka.coordinator.share_group import state_log as share_state_log
+from minikafka.coordinator.share_group.coordinator import ShareGroups
+from minikafka.coordinator.share_group.decisions import ShareGroupConfig
+from minikafka.coordinator.share_group.share_coordinator import ShareCoordinator
 from minikafka.coordinator.streams_group.coordinator import StreamsGroups
 from minikafka.coordinator.streams_group.decisions import StreamsGroupConfig
 from minikafka.storage.log_manager import LogManager
@@ -55,12 +59,29 @@ def build_group_coordinator(config: BrokerConfig, logs: LogManager,
         initial_rebalance_delay_ms=int(config["group.streams.initial.rebalance.delay.ms"]),
         assignment_interval_ms=int(config["group.streams.assignment.interval.ms"]),
     )
+    share_config = ShareGroupConfig(
+        session_timeout_ms=int(config["group.share.session.timeout.ms"]),
+        heartbeat_interval_ms=int(config["group.share.heartbeat.interval.ms"]),
+        max_size=int(config["group.share.max.size"]),
+        delivery_count_limit=int(config["group.share.delivery.count.limit"]),
+        record_lock_duration_ms=int(config["group.share.record.lock.duration.ms"]),
+        partition_max_record_locks=int(config["group.share.partition.max.record.locks"]),
+    )
+    # The share coordinator's topic (Kafka's ShareCoordinatorService: compacted, uncompressed).
+    share_log = InternalTopicLog(logs, share_state_log.TOPIC,
+                                 partitions=int(config["share.coordinator.state.topic.num.partitions"]),
+                                 configs={"cleanup.policy": "compact", "compression.type": "uncompressed",
+                                          **segment_size_config(int(config["share.coordinator.state.topic.segment.bytes"]))},
+                                 on_created=on_created, base_sequence=0)
+    share_state = ShareCoordinator(share_log, snapshot_every=int(
+        config["share.coordinator.snapshot.update.records.per.snapshot"]))
     topics = TopicsView(logs)
     return GroupCoordinator(records_log, group_config,
                             offsets_retention_ms=int(config["offsets.retention.minutes"]) * 60_000,
                             offsets_retention_check_interval_ms=int(config["offsets.retention.check.interval.ms"]),
                             consumer=ConsumerGroups(records_log, consumer_config, topics),
-                            streams=StreamsGroups(records_log, streams_config, topics), topics=topics)
+                            streams=StreamsGroups(records_log, streams_config, topics),
+                            share=ShareGroups(records_log, share_config, topics, share_state), topics=topics)
 
 
 class TopicsView(Mapping[str, tuple[uuid.UUID, int]]):

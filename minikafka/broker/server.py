@@ -46,6 +46,8 @@ class KafkaServer:
         self._now_ms = now_ms
         self._monotonic_ms = monotonic_ms
         self.connections: dict[Connection, asyncio.Task[None]] = {}
+        # Told the id of every connection that closed (share sessions end with theirs).
+        self.closed_listeners: list[Callable[[int], None]] = []
         self._servers: list[asyncio.base_events.Server] = []
         self._sweeper: asyncio.Task[None] | None = None
 
@@ -109,6 +111,8 @@ class KafkaServer:
             await conn.run()
         finally:
             self.connections.pop(conn, None)
+            for listener in self.closed_listeners:
+                listener(conn.conn_id)
             self._per_ip[ip] -= 1
             if self._per_ip[ip] <= 0:
                 del self._per_ip[ip]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from minikafka.broker.fetch_sessions import FetchSessionCache
 from minikafka.broker.purgatory import FetchPurgatory
@@ -30,6 +30,9 @@ from minikafka.storage.quota_store import ClientQuotaStore
 from minikafka.storage.scram_store import ScramCredentialStore
 from minikafka.topic_config import topic_defaults
 
+if TYPE_CHECKING:
+    from minikafka.broker.share_partitions import SharePartitionManager
+
 
 @dataclass
 class BrokerServices:
@@ -46,6 +49,7 @@ class BrokerServices:
     group_configs: DynamicConfigStore | None = None  # GROUP config resources (set by app.py)
     features: Features | None = None  # finalized feature levels, kafka-features.sh (set by app.py)
     fetch_sessions: FetchSessionCache | None = None  # KIP-227 incremental fetch sessions (set by app.py)
+    share: SharePartitionManager | None = None  # KIP-932 ShareFetch / ShareAcknowledge (set by app.py)
     broker_configs: DynamicConfigStore | None = None  # dynamic BROKER configs, "" and node id (app.py)
     static_values: Mapping[str, object] = field(default_factory=dict)  # the config before them (app.py)
     quotas: ClientQuotas = field(default_factory=ClientQuotas)  # client quotas (set by app.py)

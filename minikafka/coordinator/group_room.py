@@ -52,6 +52,20 @@ class CommitCheck:
     partition_error: Callable[[str, int], ErrorCode] | None = None   # (topic, partition)
 
 
+class DecisionError(Exception):
+    """A heartbeat refused by a pure decision: Kafka's error code and message for the reply."""
+
+    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def blank(value: str | None) -> bool:
+    """A string given but empty or only spaces (Kafka refuses those ids as INVALID_REQUEST)."""
+    return value is not None and not value.strip()
+
+
 class GroupDraft(Generic[G]):
     """The group being changed by one decision, and the records the change needs, in order."""
 
@@ -130,6 +144,13 @@ class GroupRoom(Generic[G, C]):
                                   members=len(group.members))
         if self.on_deadlines_changed is not None:
             self.on_deadlines_changed()
+
+    def loaded(self, now_ms: int) -> None:
+        """After replay: every member's session starts now (Kafka schedules them on load)."""
+        for gid, group in list(self.groups.items()):
+            timeout = self.config_of(gid).session_timeout_ms  # type: ignore[attr-defined]
+            self.groups[gid] = replace(group, members={  # type: ignore[type-var]
+                mid: replace(m, session_deadline_ms=now_ms + timeout) for mid, m in group.members.items()})
 
     def forget(self, group_id: str) -> None:
         """After the group's tombstones were written (DeleteGroups, offsets expiry, a classic join)."""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import datetime
 import enum
+import uuid
 from typing import NamedTuple
 
 
@@ -38,3 +40,12 @@ ZERO_MS = datetime.timedelta(0)
 def ms(td: datetime.timedelta) -> int:
     """kio carries durations as timedelta; the broker works in whole milliseconds."""
     return int(td.total_seconds() * 1000)
+
+
+def kafka_uuid_str(u: uuid.UUID) -> str:
+    """Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, without padding."""
+    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
+
+
+def parse_kafka_uuid(s: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(s + "=" * (-len(s) % 4)))

@@ -84,6 +84,10 @@ SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
     69: VersionRange(0, 1),    # ConsumerGroupDescribe (KIP-848)
     88: VersionRange(0, 0),    # StreamsGroupHeartbeat (KIP-1071)
     89: VersionRange(0, 0),    # StreamsGroupDescribe (KIP-1071)
+    76: VersionRange(1, 1),    # ShareGroupHeartbeat (KIP-932; v0 was 4.0's early access)
+    77: VersionRange(1, 1),    # ShareGroupDescribe
+    78: VersionRange(1, 2),    # ShareFetch (v2: ShareAcquireMode, KIP-1206; RENEW, KIP-1222)
+    79: VersionRange(1, 2),    # ShareAcknowledge (v2: RENEW)
     74: VersionRange(0, 1),    # ListConfigResources (KIP-1142; v0 was ListClientMetricsResources)
     75: VersionRange(0, 0),    # DescribeTopicPartitions (KIP-966)
 })

@@ -6,7 +6,6 @@ crash leaves either the old or the new content (Kafka's CheckpointFile does the 
 
 from __future__ import annotations
 
-import base64
 import errno
 import functools
 import os
@@ -15,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from minikafka.protocol.types import TopicPartition
+from minikafka.protocol.types import TopicPartition, kafka_uuid_str, parse_kafka_uuid  # noqa: F401 (re-exported)
 from minikafka.storage.errors import StartupError
 
 LOG_SUFFIX = ".log"
@@ -139,13 +138,6 @@ def read_offset_checkpoint(path: Path) -> dict[TopicPartition, int]:
     return out
 
 
-def kafka_uuid_str(u: uuid.UUID) -> str:
-    """Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, without padding."""
-    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
-
-
-def parse_kafka_uuid(s: str) -> uuid.UUID:
-    return uuid.UUID(bytes=base64.urlsafe_b64decode(s + "=" * (-len(s) % 4)))
 
 
 def new_kafka_uuid() -> uuid.UUID:

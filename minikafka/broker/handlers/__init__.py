@@ -77,6 +77,10 @@ GROUP = (
     (69, "consumer_group_describe", "ConsumerGroupDescribeHandler", GROUPS),
     (88, "streams_group_heartbeat", "StreamsGroupHeartbeatHandler", GROUPS),
     (89, "streams_group_describe", "StreamsGroupDescribeHandler", GROUPS),
+    (76, "share_group_heartbeat", "ShareGroupHeartbeatHandler", GROUPS),
+    (77, "share_group_describe", "ShareGroupDescribeHandler", GROUPS),
+    (78, "share_fetch", "ShareFetchHandler", SVC),
+    (79, "share_acknowledge", "ShareAcknowledgeHandler", SVC),
 )
 # The transaction coordinator's APIs (issue 5) and the transaction tools' (KIP-664).
 TXN = (

@@ -40,7 +40,7 @@ from minikafka.coordinator.consumer_group.state import (
     ConsumerGroupMember,
     MemberState,
 )
-from minikafka.coordinator.group_room import GroupDraft
+from minikafka.coordinator.group_room import GroupDraft, DecisionError as _Error, blank as _blank
 from minikafka.coordinator.metadata_hash import topics_hash
 from minikafka.protocol.errors import ErrorCode
 
@@ -100,22 +100,11 @@ class Outcome:
     records: tuple[rec.Record, ...] = ()
 
 
-class _Error(Exception):
-    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
 def _fail(code: ErrorCode, message: str | None) -> Outcome:
     return Outcome(reply=HeartbeatReply(error=code, message=message))
 
 
 # ------------------------------------------------------------------------------------- validation
-def _blank(value: str | None) -> bool:
-    return value is not None and not value.strip()
-
-
 def validate(req: HeartbeatRequest, cfg: ConsumerGroupConfig) -> _Error | None:
     """GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid, check for check."""
     invalid = ErrorCode.invalid_request

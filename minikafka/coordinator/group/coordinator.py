@@ -47,6 +47,10 @@ from minikafka.coordinator.ports import LogRecord, RecordLog, TransactionalRecor
 from minikafka.coordinator.streams_group import decisions as streams_decisions
 from minikafka.coordinator.streams_group import records as streams_records
 from minikafka.coordinator.streams_group.coordinator import HeartbeatResult, StreamsGroups
+from minikafka.coordinator.share_group import decisions as share_decisions
+from minikafka.coordinator.share_group.coordinator import ShareGroups, is_share_record_type
+from minikafka.coordinator.share_group.records import CorruptShareGroupRecord
+from minikafka.coordinator.share_group.share_coordinator import ShareCoordinator
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import TopicPartition
 
@@ -87,7 +91,7 @@ class ListedGroup:
     group_id: str
     protocol_type: str
     state: str
-    group_type: str   # "classic", "consumer" or "streams"
+    group_type: str   # "classic", "consumer", "streams" or "share"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,7 +111,7 @@ class GroupCoordinator:
     def __init__(self, records: RecordLog, config: GroupConfig, *, offsets_retention_ms: int,
                  offsets_retention_check_interval_ms: int,
                  member_id: Callable[[str], str] = _default_member_id, consumer: ConsumerGroups | None = None,
-                 streams: StreamsGroups | None = None,
+                 streams: StreamsGroups | None = None, share: ShareGroups | None = None,
                  topics: Mapping[str, tuple[uuid.UUID, int]] | None = None) -> None:
         self._log = records
         self.topics = topics if topics is not None else {}  # name -> (topic id, partitions)
@@ -135,6 +139,10 @@ class GroupCoordinator:
         self.streams = streams if streams is not None else StreamsGroups(
             records, streams_decisions.StreamsGroupConfig(), {})
         self.streams.on_deadlines_changed = self._changed
+        # Share groups (KIP-932): membership here; their share-partitions' state has its own topic.
+        self.share = share if share is not None else ShareGroups(
+            records, share_decisions.ShareGroupConfig(), {}, ShareCoordinator(records))
+        self.share.on_deadlines_changed = self._changed
 
     # ------------------------------------------------------------------------------ lifecycle
     def load(self, now_ms: int) -> None:
@@ -153,6 +161,7 @@ class GroupCoordinator:
                 self._offsets_only_group(gid, -1)
         self.consumer.loaded(now_ms)
         self.streams.loaded(now_ms)
+        self.share.loaded(now_ms)
         self._next_retention_check_ms = now_ms + self.retention_check_interval_ms
         log.info("groups_loaded", groups=len(self.groups), group_records=groups_loaded,
                  offset_records=offsets_loaded)
@@ -174,7 +183,14 @@ class GroupCoordinator:
             return "control"
         if rec.key is None:
             return "none"
-        if len(rec.key) >= 2 and streams_records.is_streams_record_type(int.from_bytes(rec.key[:2], "big", signed=True)):
+        record_type = int.from_bytes(rec.key[:2], "big", signed=True) if len(rec.key) >= 2 else -1
+        if is_share_record_type(record_type):
+            try:
+                self.share.replay(rec.key, rec.value)
+            except CorruptShareGroupRecord as exc:
+                raise offsets_log.CorruptOffsetsRecord(str(exc)) from None
+            return "group"
+        if streams_records.is_streams_record_type(record_type):
             try:
                 self.streams.replay(rec.key, rec.value)
             except streams_records.CorruptStreamsGroupRecord as exc:
@@ -252,7 +268,7 @@ class GroupCoordinator:
     # ------------------------------------------------------------------------------ timers
     def next_deadline(self) -> int | None:
         times = [t for g in self.groups.values() if (t := decisions.next_deadline(g)) is not None]
-        for room in (self.consumer, self.streams):
+        for room in (self.consumer, self.streams, self.share):
             if (t := room.next_deadline()) is not None:
                 times.append(t)
         if self._next_retention_check_ms is not None:
@@ -270,6 +286,7 @@ class GroupCoordinator:
         for gid in await self.consumer.expire(now_ms):
             await self._maybe_downgrade(gid, now_ms)
         await self.streams.expire(now_ms)
+        await self.share.expire(now_ms)
         if self._next_retention_check_ms is not None and now_ms >= self._next_retention_check_ms:
             self._next_retention_check_ms = now_ms + self.retention_check_interval_ms
             await self.expire_offsets(now_ms)
@@ -418,13 +435,27 @@ class GroupCoordinator:
     def _is_consumer_group(self, group_id: str) -> bool:
         return self.consumer.owns(group_id)
 
-    def _modern_room(self, group_id: str) -> ConsumerGroups | StreamsGroups | None:
-        """The room (consumer or streams protocol) holding the group id, None for classic/none."""
+    def _modern_room(self, group_id: str) -> ConsumerGroups | StreamsGroups | ShareGroups | None:
+        """The room (consumer, streams or share) holding the group id, None for classic/none."""
         if self.consumer.owns(group_id):
             return self.consumer
         if self.streams.owns(group_id):
             return self.streams
+        if self.share.owns(group_id):
+            return self.share
         return None
+
+    async def share_group_heartbeat(self, req: share_decisions.HeartbeatRequest,
+                                    now_ms: int) -> share_decisions.HeartbeatReply:
+        """ShareGroupHeartbeat: the share room decides; a group id held by a group of another
+        type is refused (Kafka: "Group X is not a share group.")."""
+        if self._closed:
+            return share_decisions.HeartbeatReply(error=ErrorCode.not_coordinator)
+        if not self.share.owns(req.group_id) and self.group_type(req.group_id) is not None:
+            return self.share.invalid(req) or share_decisions.HeartbeatReply(
+                error=ErrorCode.group_id_not_found, message=f"Group {req.group_id} is not a share group.")
+        self._log.ensure_created(now_ms)
+        return await self.share.heartbeat(req, now_ms)
 
     async def streams_group_heartbeat(self, req: streams_decisions.HeartbeatRequest, now_ms: int) -> HeartbeatResult:
         """StreamsGroupHeartbeat: the streams room decides. A group id held by a consumer group or
@@ -434,7 +465,7 @@ class GroupCoordinator:
             return HeartbeatResult(streams_decisions.HeartbeatReply(error=ErrorCode.not_coordinator))
         classic = self.groups.get(req.group_id)
         live_classic = classic is not None and classic.state is not GroupState.DEAD
-        if self._is_consumer_group(req.group_id) or live_classic and (
+        if self._is_consumer_group(req.group_id) or self.share.owns(req.group_id) or live_classic and (
                 req.member_epoch != 0 or classic.state is not GroupState.EMPTY):
             # A malformed request hears of that first, as Kafka validates before looking.
             return HeartbeatResult(self.streams.invalid(req) or streams_decisions.HeartbeatReply(
@@ -455,7 +486,7 @@ class GroupCoordinator:
         offsets (Kafka: getOrMaybeCreateConsumerGroup, maybeDeleteEmptyClassicGroup)."""
         if self._closed:
             return HeartbeatReply(error=ErrorCode.not_coordinator)
-        if self.streams.owns(req.group_id):
+        if self.streams.owns(req.group_id) or self.share.owns(req.group_id):
             return self.consumer.invalid(req) or HeartbeatReply(
                 error=ErrorCode.group_id_not_found, message=f"Group {req.group_id} is not a consumer group.")
         classic = self.groups.get(req.group_id)
@@ -685,7 +716,7 @@ class GroupCoordinator:
             for gid, group in self.groups.items():
                 if self.partition_for(gid) == p and group.state is not GroupState.DEAD:
                     records.append((offsets_log.group_metadata_key(gid), offsets_log.group_metadata_value(group)))
-            for room in (self.consumer, self.streams):
+            for room in (self.consumer, self.streams, self.share):
                 for gid in sorted(room.groups):
                     if self.partition_for(gid) == p:
                         records.extend(room.snapshot_records(gid))
@@ -747,14 +778,19 @@ class GroupCoordinator:
         if not wanted_types or "streams" in wanted_types:
             listed += [ListedGroup(g.group_id, "streams", g.state.value, "streams")
                        for g in self.streams.list_groups(wanted_states)]
+        if not wanted_types or "share" in wanted_types:
+            listed += [ListedGroup(g.group_id, "share", g.state.value, "share")
+                       for g in self.share.list_groups(wanted_states)]
         return sorted(listed, key=lambda g: g.group_id)
 
     def group_type(self, group_id: str) -> str | None:
-        """"classic", "consumer", "streams", or None when there is no such group."""
+        """"classic", "consumer", "streams", "share", or None when there is no such group."""
         if self._is_consumer_group(group_id):
             return "consumer"
         if self.streams.owns(group_id):
             return "streams"
+        if self.share.owns(group_id):
+            return "share"
         group = self.groups.get(group_id)
         return None if group is None or group.state is GroupState.DEAD else "classic"
 
@@ -778,7 +814,10 @@ class GroupCoordinator:
             await self._log.append(self.partition_for(gid), records, now_ms)
             for tp in tps:
                 self._apply_offset(gid, tp, None)
+            share_keys = self.share.share_state.keys_of(gid) if self.share.owns(gid) else []
             self._forget_group(gid)
+            if share_keys:   # its share-partitions' state goes too (DeleteShareGroupState)
+                await self.share.share_state.delete(share_keys, now_ms)
             log.info("group_deleted", group_id=gid)
         return results
 

@@ -153,6 +153,23 @@ class StatePartitionMetadata:
     deleting: tuple[ShareTopic, ...]
 
 
+_MEMBER_KEYED = (MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT)
+
+
+def decode_key(key: bytes) -> tuple[int, str, str | None]:
+    """(record type, group id, member id or None) of a share group record's key."""
+    r = Reader(key, CorruptShareGroupRecord)
+    record_type = r.i16()
+    if record_type not in range(MEMBER_METADATA, STATE_PARTITION_METADATA + 1):
+        raise CorruptShareGroupRecord(f"record type {record_type} is not a share group's")
+    try:
+        group_id = r.string()
+        member_id = r.string() if record_type in _MEMBER_KEYED else None
+    except UnicodeDecodeError:
+        raise CorruptShareGroupRecord("a string is not UTF-8") from None
+    return record_type, group_id, member_id
+
+
 def _reader(value: bytes) -> Reader:
     r = Reader(value, CorruptShareGroupRecord)
     version = r.i16()

@@ -143,13 +143,6 @@ class StreamsGroups(GroupRoom[StreamsGroup, StreamsGroupConfig]):
                 group = replace(group, members={**group.members, mid: member})
         self.groups[gid] = group
 
-    def loaded(self, now_ms: int) -> None:
-        """After replay: sessions start now; the topology is configured again on the next heartbeat."""
-        for gid, group in list(self.groups.items()):
-            timeout = self.config_of(gid).session_timeout_ms
-            self.groups[gid] = replace(group, members={
-                mid: replace(m, session_deadline_ms=now_ms + timeout) for mid, m in group.members.items()})
-
     def snapshot_records(self, group_id: str) -> list[rec.Record]:
         g = self.groups[group_id]
         out: list[rec.Record] = [rec.group_metadata(group_id, g.group_epoch, g.metadata_hash,

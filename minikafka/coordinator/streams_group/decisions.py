@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from minikafka.coordinator.group_room import GroupDraft
+from minikafka.coordinator.group_room import GroupDraft, DecisionError as _Error, blank as _blank
 from minikafka.coordinator.metadata_hash import topics_hash
 from minikafka.coordinator.streams_group import records as rec
 from minikafka.coordinator.streams_group import topology as topo
@@ -129,22 +129,11 @@ class Outcome:
     topics_to_create: tuple[TopicInfo, ...] = ()
 
 
-class _Error(Exception):
-    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
 def _fail(code: ErrorCode, message: str | None) -> Outcome:
     return Outcome(reply=HeartbeatReply(error=code, message=message))
 
 
 # ------------------------------------------------------------------------------------- validation
-def _blank(value: str | None) -> bool:
-    return value is not None and not value.strip()
-
-
 def validate(req: HeartbeatRequest) -> _Error | None:
     """GroupCoordinatorService: the not-yet-supported features first, then the request's shape."""
     invalid = ErrorCode.invalid_request
