@@ -462,4 +462,7 @@ POLICIES: dict[int, Policy] = {
     77: needs(lambda who, req: None if all(who.can(DESCRIBE, GROUP, g) for g in req.group_ids) else GROUP_DENIED),
     78: needs(on_group(READ)),
     79: needs(on_group(READ)),
+    90: needs(lambda who, req: None if all(who.can(DESCRIBE, GROUP, g.group_id) for g in req.groups) else GROUP_DENIED),
+    91: needs(on_group(READ)),
+    92: needs(on_group(Operation.DELETE)),
 }

@@ -37,7 +37,7 @@ from minikafka.broker.services import BrokerServices
 from minikafka.coordinator.share_group.coordinator import ShareGroups
 from minikafka.coordinator.share_group.decisions import ShareGroupConfig
 from minikafka.coordinator.share_group.sessions import ShareSessions
-from minikafka.coordinator.share_group.share_coordinator import UNINITIALIZED_START_OFFSET, compress, expand
+from minikafka.coordinator.share_group.share_coordinator import UNINITIALIZED_START_OFFSET, compress
 from minikafka.coordinator.share_group.share_partition import (
     AckBatch,
     AcquiredRecords,
@@ -123,24 +123,24 @@ class SharePartitionManager:
             return plog.high_watermark if found is None else found[0]  # type: ignore[attr-defined, no-any-return]
         return plog.high_watermark  # type: ignore[attr-defined, no-any-return]
 
-    async def _persist(self, group_id: str, tp: TopicPartition, sp: SharePartition) -> ErrorCode:
-        """WriteShareGroupState for what changed since the last write; a failed write is
-        COORDINATOR_NOT_AVAILABLE for the request (Kafka's mapping of persister errors), the
-        in-memory state stands (as Kafka's after a lock timeout)."""
+    async def _persist(self, group_id: str, tp: TopicPartition, sp: SharePartition, start_before: int) -> ErrorCode:
+        """WriteShareGroupState for what the last operation changed. As Kafka's, the write carries
+        the start offset from before the operation moved it, and the delivery-complete count from
+        there (the lag, high watermark - start - count, is the same either way; a restart moves
+        the start over the completed records again). A failed write is COORDINATOR_NOT_AVAILABLE
+        for the request (Kafka's mapping of persister errors); the in-memory state stands, as
+        Kafka's does after a lock timeout."""
+        changes = sp.take_changes()
         topic_id = self.topic_id(tp.topic)
         if topic_id is None:
             return ErrorCode.unknown_topic_or_partition
         key = (group_id, topic_id, tp.partition)
         state = self.groups.share_state.read(key)
-        now = {o: (b.delivery_state, b.delivery_count) for b in sp.state_batches()
-               for o in range(b.first_offset, b.last_offset + 1)}
-        before = {} if state is None else {o: v for o, v in expand(state.batches).items() if o >= sp.start_offset}
-        changed = {o: v for o, v in now.items() if before.get(o) != v}
-        if state is not None and state.start_offset == sp.start_offset and not changed:
+        if not changes and state is not None and state.start_offset == start_before:
             return ErrorCode.none
-        complete = sum(1 for r in sp.records.values() if r.state.final)
+        complete = (sp.start_offset - start_before) + sum(1 for r in sp.records.values() if r.state.final)
         try:
-            await self.groups.share_state.write(key, start_offset=sp.start_offset, batches=compress(changed),
+            await self.groups.share_state.write(key, start_offset=start_before, batches=compress(changes),
                                                 delivery_complete_count=complete, now_ms=self.svc.clock.now_ms())
         except OSError as exc:
             log.warning("share_state_write_failed", group_id=group_id, topic=tp.topic, partition=tp.partition,
@@ -192,10 +192,11 @@ class SharePartitionManager:
                 # Nothing was ever acquired here since this broker started: nothing the member holds.
                 return ErrorCode.invalid_record_state if self.svc.logs.get(tp) is not None \
                     else ErrorCode.unknown_topic_or_partition
+            start = sp.start_offset
             code = sp.acknowledge(member_id, batches, self.svc.clock.now_ms())
             if code is not ErrorCode.none:
                 return code
-            code = await self._persist(group_id, tp, sp)
+            code = await self._persist(group_id, tp, sp, start)
             self.svc.purgatory.notify(tp)  # released records may be acquired by a parked fetch
             return code
 
@@ -206,8 +207,9 @@ class SharePartitionManager:
             if gid != group_id:
                 continue
             async with self.lock((gid, tp)):
+                start = sp.start_offset
                 if sp.release_member(member_id):
-                    await self._persist(gid, tp, sp)
+                    await self._persist(gid, tp, sp, start)
                     self.svc.purgatory.notify(tp)
 
     def opened(self, group_id: str, member_id: str, conn_id: int) -> None:
@@ -233,15 +235,30 @@ class SharePartitionManager:
             if deadline is None or deadline > now:
                 continue
             async with self.lock((gid, tp)):
+                start = sp.start_offset
                 if sp.expire_locks(now):
                     log.info("share_locks_expired", group_id=gid, topic=tp.topic, partition=tp.partition)
-                    await self._persist(gid, tp, sp)
+                    await self._persist(gid, tp, sp, start)
                     self.svc.purgatory.notify(tp)
 
     def forget_group(self, group_id: str) -> None:
         """The group was deleted: its share-partitions go from memory (their state was deleted)."""
-        for key in [k for k in self.partitions if k[0] == group_id]:
-            del self.partitions[key]
+        self._forget([k for k in self.partitions if k[0] == group_id])
+
+    def forget_partitions(self, group_id: str, partitions: Iterable[tuple[uuid.UUID, int]]) -> None:
+        """AlterShareGroupOffsets reset them: the next fetch loads the new state."""
+        wanted = set(partitions)
+        self._forget([k for k in self.partitions if k[0] == group_id
+                      and (self.topic_id(k[1].topic), k[1].partition) in wanted])
+
+    def forget_topics(self, group_id: str, topic_ids: Iterable[uuid.UUID]) -> None:
+        """DeleteShareGroupOffsets deleted their state."""
+        doomed = set(topic_ids)
+        self._forget([k for k in self.partitions if k[0] == group_id and self.topic_id(k[1].topic) in doomed])
+
+    def _forget(self, keys: Iterable[Key]) -> None:
+        for key in keys:
+            self.partitions.pop(key, None)
             self._locks.pop(key, None)
 
     def lock_duration(self, group_id: str) -> datetime.timedelta:

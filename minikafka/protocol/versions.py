@@ -88,6 +88,9 @@ SUPPORTED: Final[Mapping[int, VersionRange]] = MappingProxyType({
     77: VersionRange(1, 1),    # ShareGroupDescribe
     78: VersionRange(1, 2),    # ShareFetch (v2: ShareAcquireMode, KIP-1206; RENEW, KIP-1222)
     79: VersionRange(1, 2),    # ShareAcknowledge (v2: RENEW)
+    90: VersionRange(0, 1),    # DescribeShareGroupOffsets (v1: the lag, KIP-1226)
+    91: VersionRange(0, 0),    # AlterShareGroupOffsets
+    92: VersionRange(0, 0),    # DeleteShareGroupOffsets
     74: VersionRange(0, 1),    # ListConfigResources (KIP-1142; v0 was ListClientMetricsResources)
     75: VersionRange(0, 0),    # DescribeTopicPartitions (KIP-966)
 })

@@ -249,8 +249,13 @@ def test_the_group_on_the_admin_side_describe_list_refusals_and_delete(kafka_bro
         c.poll(0.5)
         with _raw(bs) as raw:
             describe = request_class(77, 1)
-            wait_until(lambda: raw.request(describe(group_ids=(group,), include_authorized_operations=False), 1)
-                       .groups[0].members != (), 20, "the member in the group")
+
+            def assigned() -> int:
+                members = raw.request(describe(group_ids=(group,), include_authorized_operations=False), 1).groups[0].members
+                return sum(len(t.partitions) for m in members for t in m.assignment.topic_partitions)
+
+            # Kafka assigns a new partition once its share state is initialized (a heartbeat later)
+            wait_until(lambda: (c.poll(0.1), assigned())[1] == 2, 30, "the member assigned both partitions")
             g = raw.request(describe(group_ids=(group,), include_authorized_operations=False), 1).groups[0]
             assert (g.error_code, g.group_state, g.assignor_name) == (ErrorCode.none, "Stable", "simple")
             (m,) = g.members

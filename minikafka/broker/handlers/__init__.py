@@ -81,6 +81,9 @@ GROUP = (
     (77, "share_group_describe", "ShareGroupDescribeHandler", GROUPS),
     (78, "share_fetch", "ShareFetchHandler", SVC),
     (79, "share_acknowledge", "ShareAcknowledgeHandler", SVC),
+    (90, "describe_share_group_offsets", "DescribeShareGroupOffsetsHandler", GROUPS),
+    (91, "alter_share_group_offsets", "AlterShareGroupOffsetsHandler", GROUPS),
+    (92, "delete_share_group_offsets", "DeleteShareGroupOffsetsHandler", GROUPS),
 )
 # The transaction coordinator's APIs (issue 5) and the transaction tools' (KIP-664).
 TXN = (

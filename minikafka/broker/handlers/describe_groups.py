@@ -35,8 +35,8 @@ class DescribeGroupsHandler:
     def _describe(self, group_id: str, asked_for_operations: bool, version: int) -> messages.DescribedGroup:
         ops = authorized_operations.answer(asked_for_operations, authorized_operations.GROUP)
         g = self.groups.describe_group(group_id) if group_id else None
-        # A consumer (KIP-848) or streams (KIP-1071) group is "not a classic group" to DescribeGroups.
-        not_classic = self.groups.group_type(group_id) in ("consumer", "streams")
+        # A consumer (KIP-848), streams (KIP-1071) or share (KIP-932) group is "not a classic group" here.
+        not_classic = self.groups.group_type(group_id) in ("consumer", "streams", "share")
         if (g is None or not_classic) and version >= NOT_FOUND_SINCE:
             return messages.DescribedGroup(error_code=ErrorCode.group_id_not_found,
                                            error_message=f"Group {group_id} is not a classic group." if not_classic

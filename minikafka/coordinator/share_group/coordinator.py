@@ -12,7 +12,8 @@ for them ("not a consumer group"), and drives the session timers.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from minikafka.coordinator.group_room import CommitCheck, GroupRoom, with_entry
@@ -25,6 +26,7 @@ from minikafka.coordinator.share_group.state import (
     InitializedTopic,
     ShareGroup,
     ShareGroupMember,
+    TopicIdPartition,
     by_topic,
     from_topics,
 )
@@ -186,6 +188,44 @@ class ShareGroups(GroupRoom[ShareGroup, ShareGroupConfig]):
         out += [rec.tombstone(rec.MEMBER_METADATA, group_id, mid) for mid in mids]
         out += [rec.tombstone(rec.STATE_PARTITION_METADATA, group_id), rec.tombstone(rec.GROUP_METADATA, group_id)]
         return out
+
+    async def alter_offsets(self, group_id: str, start_offsets: Mapping[TopicIdPartition, int],
+                            names: Mapping[uuid.UUID, str], now_ms: int) -> ErrorCode:
+        """AlterShareGroupOffsets (kafka-share-groups.sh --reset-offsets): only an empty group;
+        each share-partition starts over at its offset and counts as initialized (record 15). As
+        in Kafka, a group id nobody used yet becomes an empty share group."""
+        async with self.lock(group_id):
+            group = self.groups.get(group_id)
+            if group is not None and group.members:
+                return ErrorCode.non_empty_group
+            records: list[rec.Record] = []
+            if group is None:
+                group = ShareGroup(group_id=group_id)
+                records.append(rec.group_metadata(group_id, group.group_epoch, 0))
+            merged = {tid: set(t.partitions) for tid, t in group.initialized.items()}
+            for tid, p in start_offsets:
+                merged.setdefault(tid, set()).add(p)
+            initialized = {tid: InitializedTopic(names[tid], frozenset(ps)) for tid, ps in merged.items()}
+            records.append(decisions.state_partition_metadata(group_id, initialized))
+            await self.share_state.reset({(group_id, tid, p): o for (tid, p), o in start_offsets.items()}, now_ms)
+            ok = await self._write(group_id, records, replace(group, initialized=initialized), now_ms)
+            return ErrorCode.none if ok else ErrorCode.not_coordinator
+
+    async def delete_offsets(self, group_id: str, topic_ids: Iterable[uuid.UUID], now_ms: int) -> ErrorCode:
+        """DeleteShareGroupOffsets: only an empty group; the topics' share-partition state goes
+        (tombstones in `__share_group_state`) and they leave the initialized ones (record 15)."""
+        async with self.lock(group_id):
+            group = self.groups.get(group_id)
+            if group is None:
+                return ErrorCode.none
+            if group.members:
+                return ErrorCode.non_empty_group
+            doomed = set(topic_ids)
+            initialized = {tid: t for tid, t in group.initialized.items() if tid not in doomed}
+            await self.share_state.delete([k for k in self.share_state.keys_of(group_id) if k[1] in doomed], now_ms)
+            ok = await self._write(group_id, [decisions.state_partition_metadata(group_id, initialized)],
+                                   replace(group, initialized=initialized), now_ms)
+            return ErrorCode.none if ok else ErrorCode.not_coordinator
 
     def subscribed_topics(self, group_id: str) -> frozenset[str]:
         return self.groups[group_id].subscribed_topic_names()

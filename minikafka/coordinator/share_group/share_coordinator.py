@@ -73,10 +73,6 @@ def compress(per: Mapping[int, tuple[RecordState, int]]) -> tuple[StateBatch, ..
     return tuple(out)
 
 
-def expand(batches: Iterable[StateBatch]) -> dict[int, tuple[RecordState, int]]:
-    return {o: (b.delivery_state, b.delivery_count) for b in batches for o in range(b.first_offset, b.last_offset + 1)}
-
-
 class ShareCoordinator:
     def __init__(self, records: RecordLog, *, snapshot_every: int = 500) -> None:
         """`snapshot_every`: share.coordinator.snapshot.update.records.per.snapshot."""
@@ -135,6 +131,20 @@ class ShareCoordinator:
                 continue
             epoch = 0 if current is None else current.snapshot_epoch + 1
             st = PersistedState(epoch, state_epoch, 0, UNINITIALIZED_START_OFFSET, create_timestamp_ms=now_ms)
+            by_partition.setdefault(self.partition_for(key), []).append((key, st))
+        for p, entries in sorted(by_partition.items()):
+            await self._log.append(p, [_snapshot_record(key, st, now_ms) for key, st in entries], now_ms)
+            for key, st in entries:
+                self.states[key] = st
+
+    async def reset(self, start_offsets: Mapping[Key, int], now_ms: int) -> None:
+        """AlterShareGroupOffsets: each share-partition starts over at the given offset, nothing
+        in flight (a new snapshot, as Kafka's share coordinator writes for it)."""
+        by_partition: dict[int, list[tuple[Key, PersistedState]]] = {}
+        for key, start in start_offsets.items():
+            current = self.states.get(key)
+            st = PersistedState(0 if current is None else current.snapshot_epoch + 1,
+                                0 if current is None else current.state_epoch, 0, start, (), 0, now_ms)
             by_partition.setdefault(self.partition_for(key), []).append((key, st))
         for p, entries in sorted(by_partition.items()):
             await self._log.append(p, [_snapshot_record(key, st, now_ms) for key, st in entries], now_ms)

@@ -18,9 +18,9 @@ Theory of operation (Kafka 4.3: SharePartition, InFlightState, RecordState)
   instead of AVAILABLE. A member's records released because it left (its share session closed) go
   back AVAILABLE with the count lowered again: they were fetched, not delivered.
 - The SPSO moves past the leading run of final records; final records behind it are forgotten.
-- What is persisted (`state_batches`) is never ACQUIRED: an acquisition is not written, so after a
-  restart the records a member held are AVAILABLE again with the count they had before, and are
-  redelivered; nothing ACKNOWLEDGED is.
+- What is persisted (`take_changes`: what acknowledgements, lock expiries and releases changed) is
+  never ACQUIRED: an acquisition is not written, so after a restart the records a member held are
+  AVAILABLE again with the count they had before, and are redelivered; nothing ACKNOWLEDGED is.
 """
 
 from __future__ import annotations
@@ -138,6 +138,9 @@ class SharePartition:
         self.config = config
         self.start_offset = start_offset
         self.records: dict[int, InFlight] = {}
+        # What acknowledgements, lock expiries and releases changed since the last take_changes():
+        # offset -> (state, delivery count), what the next write of the share state carries.
+        self.changes: dict[int, tuple[RecordState, int]] = {}
         self.end_offset = start_offset - 1  # the last offset acquired; start - 1 while none is
         for b in state_batches:
             state = RecordState.AVAILABLE if b.delivery_state is RecordState.ACQUIRED else b.delivery_state
@@ -237,7 +240,7 @@ class SharePartition:
             if ack is AcknowledgeType.RENEW:
                 r.lock_deadline_ms = now_ms + self.config.lock_duration_ms
                 continue
-            self._settle(r, _ACK_TARGET[ack])
+            self._settle(o, r, _ACK_TARGET[ack])
         self._advance_start()
         return ErrorCode.none
 
@@ -248,7 +251,7 @@ class SharePartition:
         changed = []
         for o, r in self.records.items():
             if r.state is RecordState.ACQUIRED and r.lock_deadline_ms <= now_ms:
-                self._settle(r, RecordState.AVAILABLE)
+                self._settle(o, r, RecordState.AVAILABLE)
                 changed.append(o)
         if changed:
             self._advance_start()
@@ -262,6 +265,7 @@ class SharePartition:
             if r.state is RecordState.ACQUIRED and r.member_id == member_id:
                 r.state, r.member_id, r.lock_deadline_ms = RecordState.AVAILABLE, "", -1
                 r.delivery_count = max(0, r.delivery_count - 1)
+                self.changes[o] = (r.state, r.delivery_count)
                 changed.append(o)
         return changed
 
@@ -283,23 +287,6 @@ class SharePartition:
             del self.records[o]
 
     # ------------------------------------------------------------------------------ persistence
-    def state_batches(self) -> list[StateBatch]:
-        """What a write of the share-group state carries beyond the SPSO: ranges of equal state and
-        delivery count; an ACQUIRED record is written as it was before it was acquired (AVAILABLE,
-        one delivery less), as Kafka never persists an acquisition."""
-        out: list[StateBatch] = []
-        for o in sorted(self.records):
-            r = self.records[o]
-            state, count = r.state, r.delivery_count
-            if state is RecordState.ACQUIRED:
-                state, count = RecordState.AVAILABLE, max(0, count - 1)
-            last = out[-1] if out else None
-            if last is not None and last.last_offset == o - 1 and (last.delivery_state, last.delivery_count) == (state, count):
-                out[-1] = StateBatch(last.first_offset, o, state, count)
-            else:
-                out.append(StateBatch(o, o, state, count))
-        return out
-
     # ------------------------------------------------------------------------------ internals
     def _archive_available(self, first: int, end: int) -> None:
         for o in range(max(first, self.start_offset), end):
@@ -307,10 +294,16 @@ class SharePartition:
             if r is not None and r.state is RecordState.AVAILABLE:
                 r.state = RecordState.ARCHIVED
 
-    def _settle(self, r: InFlight, target: RecordState) -> None:
+    def _settle(self, offset: int, r: InFlight, target: RecordState) -> None:
         if target is RecordState.AVAILABLE and r.delivery_count >= self.config.delivery_count_limit:
             target = RecordState.ARCHIVED  # delivered as often as allowed
         r.state, r.member_id, r.lock_deadline_ms = target, "", -1
+        self.changes[offset] = (target, r.delivery_count)
+
+    def take_changes(self) -> dict[int, tuple[RecordState, int]]:
+        """The changes to persist (and forget them): Kafka's write carries only these."""
+        out, self.changes = self.changes, {}
+        return out
 
     def _advance_start(self) -> None:
         start = self.start_offset
