@@ -10,9 +10,10 @@ Theory of operation
   bounds); tests/unit/test_kafka_group_configs.py holds it to Apache Kafka 4.3.1's answers.
 - The consumer.* ones govern the consumer groups of KIP-848 (session timeout, heartbeat interval,
   assignment interval: coordinator/consumer_group reads them at each heartbeat), the streams.* ones
-  the streams groups of KIP-1071 (coordinator/streams_group). The share.* ones govern groups
-  minikafka does not serve yet (issue 23): stored and described only. Classic groups read none of
-  them (nor do Kafka's).
+  the streams groups of KIP-1071 (coordinator/streams_group), the share.* ones the share groups of
+  KIP-932 (coordinator/share_group and broker/share_partitions.py; share.assignment.interval.ms is
+  stored only: a share group computes its target at once). Classic groups read none of them (nor
+  do Kafka's).
 """
 
 from __future__ import annotations

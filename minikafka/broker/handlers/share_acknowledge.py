@@ -39,7 +39,7 @@ class ShareAcknowledgeHandler:
         verdict = share.sessions.share_acknowledge(gid, mid, req.share_session_epoch)
         if verdict.error is not ErrorCode.none:
             return self.error_response(req, verdict.error)
-        acks = await acknowledge_all(share, self.svc, gid, mid, req.topics)
+        acks = await acknowledge_all(share, self.svc, gid, mid, req.topics, ctx.api_version)
         if verdict.closes:
             await share.close_session(gid, mid)
         by_topic: dict[uuid.UUID, list[Any]] = {}

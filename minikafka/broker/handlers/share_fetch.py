@@ -24,13 +24,14 @@ from minikafka.broker.handlers.share_group_heartbeat import share_groups_enabled
 from minikafka.broker.services import BrokerServices
 from minikafka.broker.share_partitions import Acquired, SharePartitionManager
 from minikafka.coordinator.share_group.sessions import FINAL_EPOCH, INITIAL_EPOCH
-from minikafka.coordinator.share_group.share_partition import AckBatch, validate_ack_batches
+from minikafka.coordinator.share_group.share_partition import AckBatch, AcknowledgeType, validate_ack_batches
 from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import ZERO_MS, TopicPartition, ms
 
 Wanted = tuple[uuid.UUID, int, TopicPartition | None]   # topic id, partition, and by name (None: gone)
-DEFAULT_MAX_RECORDS = 500   # a client that sends 0 gets the Java consumer's max.poll.records
+DEFAULT_MAX_RECORDS = 500
+RENEW_SINCE = 2   # ShareFetch / ShareAcknowledge v2 (KIP-1222) brought the RENEW acknowledgement   # a client that sends 0 gets the Java consumer's max.poll.records
 
 
 def ack_batches(batches: Any) -> tuple[AckBatch, ...]:
@@ -42,10 +43,12 @@ def leader(svc: BrokerServices) -> Any:
 
 
 async def acknowledge_all(share: SharePartitionManager, svc: BrokerServices, group_id: str, member_id: str,
-                          topics: Any) -> dict[tuple[uuid.UUID, int], ErrorCode]:
+                          topics: Any, api_version: int) -> dict[tuple[uuid.UUID, int], ErrorCode]:
     """The acknowledgements of a ShareFetch or ShareAcknowledge, partition by partition: all of a
-    partition's batches or none (INVALID_REQUEST for a malformed list, INVALID_RECORD_STATE for a
-    record the member does not hold)."""
+    partition's batches or none (INVALID_REQUEST for a malformed list, a RENEW before v2 or with
+    the group's share.renew.acknowledge.enable off; INVALID_RECORD_STATE for a record the member
+    does not hold)."""
+    renew_allowed = api_version >= RENEW_SINCE and share.config_of(group_id).renew_acknowledge_enable
     out: dict[tuple[uuid.UUID, int], ErrorCode] = {}
     for t in topics:
         info = svc.logs.topic_by_id(t.topic_id)
@@ -56,7 +59,8 @@ async def acknowledge_all(share: SharePartitionManager, svc: BrokerServices, gro
             key = (t.topic_id, p.partition_index)
             if info is None:
                 out[key] = ErrorCode.unknown_topic_id
-            elif not validate_ack_batches(batches):
+            elif not validate_ack_batches(batches) or (
+                    not renew_allowed and any(AcknowledgeType.RENEW in b.types for b in batches)):
                 out[key] = ErrorCode.invalid_request
             else:
                 out[key] = await share.acknowledge(group_id, member_id, TopicPartition(info.name, p.partition_index),
@@ -87,7 +91,7 @@ class ShareFetchHandler:
             return self.error_response(req, verdict.error)
         if epoch == INITIAL_EPOCH:
             share.opened(gid, mid, ctx.conn_id)
-        acks = await acknowledge_all(share, self.svc, gid, mid, req.topics)
+        acks = await acknowledge_all(share, self.svc, gid, mid, req.topics, ctx.api_version)
         if verdict.closes or epoch == FINAL_EPOCH:
             await share.close_session(gid, mid)
             return self._answer(gid, acks, {}, full=False)
