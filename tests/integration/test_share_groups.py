@@ -288,3 +288,50 @@ def _deleted(bs: str, group: str) -> bool:
         return True
     except Exception:  # noqa: BLE001 - non-empty until the member's leave landed
         return False
+
+
+def test_a_consumer_that_dies_gives_its_records_back_at_once(kafka_broker):
+    """kill -9 of a consumer holding records: its connection closes, its share session ends, and
+    what it held is AVAILABLE again without waiting for the 30 s locks; the records come back with
+    the delivery count they had before (fetched, never delivered to an application)."""
+    bs = kafka_broker.bootstrap
+    topic, group = uniq("share-dies"), uniq("sg")
+    create_topic(bs, topic, 1)
+    set_group_configs(bs, group, share_auto_offset_reset="earliest")
+    produce(bs, topic, 100)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, bs, group, topic, "0"], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        line = holder.stdout.readline() if holder.stdout else ""
+        assert line.strip() == "holding 100", line
+    finally:
+        holder.kill()
+        holder.wait(10)
+    c = share_consumer(bs, group, [topic])
+    try:
+        started = time.monotonic()
+        got = poll_until(c, 100, timeout=25)
+        assert sorted(o for _p, o, _n in got) == list(range(100))
+        assert time.monotonic() - started < 25, "not the 30 s lock: the session ended with its connection"
+    finally:
+        c.close()
+
+
+@pytest.mark.minikafka_in_process
+def test_a_member_whose_session_times_out_leaves_the_group(kafka_broker):
+    from test_share_fetch_raw import heartbeat
+
+    bs = kafka_broker.bootstrap
+    topic, group = uniq("share-timeout"), uniq("sg")
+    create_topic(bs, topic, 1)
+    with RawClient.connect(bs) as raw:
+        assert heartbeat(raw, group, "m-quiet", 0, (topic,)).error_code is ErrorCode.none
+        describe = request_class(77, 1)
+        members = lambda: raw.request(describe(group_ids=(group,), include_authorized_operations=False),  # noqa: E731
+                                      1).groups[0].members
+        assert [m.member_id for m in members()] == ["m-quiet"]
+        kafka_broker.clock.advance(44)
+        assert len(members()) == 1
+        kafka_broker.clock.advance(2)   # group.share.session.timeout.ms = 45 s
+        assert members() == ()
+        assert heartbeat(raw, group, "m-quiet", 2, None).error_code is ErrorCode.unknown_member_id
