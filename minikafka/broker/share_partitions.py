@@ -76,6 +76,9 @@ class SharePartitionManager:
         self.groups = groups
         self.sessions = ShareSessions(max_sessions)
         self.partitions: dict[Key, SharePartition] = {}
+        # The topic id each share-partition was loaded for: a topic deleted and created again under
+        # the same name is another topic, whose share-partition starts afresh.
+        self._topic_ids: dict[Key, uuid.UUID] = {}
         self._locks: dict[Key, asyncio.Lock] = {}
         self._session_conns: dict[tuple[str, str], int] = {}   # session -> the connection that opened it
 
@@ -94,7 +97,7 @@ class SharePartitionManager:
         """The share-partition, loaded from its persisted state on first use; None when the topic
         partition does not exist."""
         key = (group_id, tp)
-        sp = self.partitions.get(key)
+        sp = self._cached(key)
         if sp is not None:
             return sp
         plog = self.svc.logs.get(tp)
@@ -109,8 +112,17 @@ class SharePartitionManager:
         sp = SharePartition(_share_config(cfg), max(start, plog.log_start_offset),
                             () if state is None else state.batches)
         self.partitions[key] = sp
+        self._topic_ids[key] = topic_id
         log.info("share_partition_loaded", group_id=group_id, topic=tp.topic, partition=tp.partition,
                  start_offset=sp.start_offset, in_flight=sp.in_flight)
+        return sp
+
+    def _cached(self, key: Key) -> SharePartition | None:
+        """The loaded share-partition, unless its topic is gone or was created again since."""
+        sp = self.partitions.get(key)
+        if sp is not None and self._topic_ids.get(key) != self.topic_id(key[1].topic):
+            self._forget([key])
+            return None
         return sp
 
     def _reset_offset(self, strategy: str, plog: object) -> int:
@@ -131,9 +143,9 @@ class SharePartitionManager:
         for the request (Kafka's mapping of persister errors); the in-memory state stands, as
         Kafka's does after a lock timeout."""
         changes = sp.take_changes()
-        topic_id = self.topic_id(tp.topic)
-        if topic_id is None:
-            return ErrorCode.unknown_topic_or_partition
+        topic_id = self._topic_ids.get((group_id, tp))
+        if topic_id is None or topic_id != self.topic_id(tp.topic):
+            return ErrorCode.unknown_topic_or_partition   # the topic went: so does its state
         key = (group_id, topic_id, tp.partition)
         state = self.groups.share_state.read(key)
         if not changes and state is not None and state.start_offset == start_before:
@@ -187,7 +199,7 @@ class SharePartitionManager:
     async def acknowledge(self, group_id: str, member_id: str, tp: TopicPartition,
                           batches: Sequence[AckBatch]) -> ErrorCode:
         async with self.lock((group_id, tp)):
-            sp = self.partitions.get((group_id, tp))
+            sp = self._cached((group_id, tp))
             if sp is None:
                 # Nothing was ever acquired here since this broker started: nothing the member holds.
                 return ErrorCode.invalid_record_state if self.svc.logs.get(tp) is not None \
@@ -249,17 +261,17 @@ class SharePartitionManager:
         """AlterShareGroupOffsets reset them: the next fetch loads the new state."""
         wanted = set(partitions)
         self._forget([k for k in self.partitions if k[0] == group_id
-                      and (self.topic_id(k[1].topic), k[1].partition) in wanted])
+                      and (self._topic_ids.get(k), k[1].partition) in wanted])
 
     def forget_topics(self, group_id: str, topic_ids: Iterable[uuid.UUID]) -> None:
         """DeleteShareGroupOffsets deleted their state."""
         doomed = set(topic_ids)
-        self._forget([k for k in self.partitions if k[0] == group_id and self.topic_id(k[1].topic) in doomed])
+        self._forget([k for k in self.partitions if k[0] == group_id and self._topic_ids.get(k) in doomed])
 
     def _forget(self, keys: Iterable[Key]) -> None:
-        for key in keys:
+        for key in list(keys):   # (its lock stays: a request may hold it right now)
             self.partitions.pop(key, None)
-            self._locks.pop(key, None)
+            self._topic_ids.pop(key, None)
 
     def lock_duration(self, group_id: str) -> datetime.timedelta:
         return datetime.timedelta(milliseconds=self.config_of(group_id).record_lock_duration_ms)

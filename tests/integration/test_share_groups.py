@@ -335,3 +335,25 @@ def test_a_member_whose_session_times_out_leaves_the_group(kafka_broker):
         kafka_broker.clock.advance(2)   # group.share.session.timeout.ms = 45 s
         assert members() == ()
         assert heartbeat(raw, group, "m-quiet", 2, None).error_code is ErrorCode.unknown_member_id
+
+
+def test_a_topic_deleted_and_created_again_is_read_from_its_own_start(kafka_broker):
+    """The share-partition of the old topic does not carry over to the new one of the same name
+    (librdkafka's 0184_share_consumer_topic_recreate)."""
+    bs = kafka_broker.bootstrap
+    topic, group = uniq("share-recreate"), uniq("sg")
+    create_topic(bs, topic, 1)
+    set_group_configs(bs, group, share_auto_offset_reset="earliest")
+    produce(bs, topic, 30)
+    c = share_consumer(bs, group, [topic])
+    try:
+        assert len(poll_until(c, 30)) == 30
+        a = admin(bs)
+        a.delete_topics([topic])[topic].result(30)
+        wait_until(lambda: topic not in a.list_topics(timeout=5).topics, 30, "the topic gone")
+        create_topic(bs, topic, 1)
+        produce(bs, topic, 5)
+        got = poll_until(c, 5, timeout=45)
+        assert sorted(o for _p, o, _n in got) == list(range(5))
+    finally:
+        c.close()
