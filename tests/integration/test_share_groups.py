@@ -5,11 +5,13 @@ kill -9 of the broker, and the group's life on the admin side."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import textwrap
 import time
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -210,23 +212,30 @@ HOLDER = textwrap.dedent("""
 """)
 
 
-def test_after_kill_9_the_acquired_records_come_back_and_the_accepted_never_do(kafka_broker):
-    """A consumer ACCEPTs 0-39 of 100, holds 40-99 unacknowledged, and dies with the broker
-    (kill -9 both): after the restart a new consumer gets exactly 40-99."""
-    bs = kafka_broker.bootstrap
-    topic, group = uniq("share-crash"), uniq("sg")
+@contextlib.contextmanager
+def holding(bs: str, topic: str, group: str, *, accept: int) -> Iterator[None]:
+    """A topic of 100 records and a consumer process (HOLDER) that acquired them all and ACCEPTed
+    the first `accept`; killed with -9 when the block ends."""
     create_topic(bs, topic, 1)
     set_group_configs(bs, group, share_auto_offset_reset="earliest")
     produce(bs, topic, 100)
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, bs, group, topic, "40"], stdout=subprocess.PIPE,
-                              text=True)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, bs, group, topic, str(accept)],
+                              stdout=subprocess.PIPE, text=True)
     try:
         line = holder.stdout.readline() if holder.stdout else ""
         assert line.strip() == "holding 100", line
-        kafka_broker.restart(hard=True)   # kill -9, then start on the same data dir and port
+        yield
     finally:
         holder.kill()
         holder.wait(10)
+
+
+def test_after_kill_9_the_acquired_records_come_back_and_the_accepted_never_do(kafka_broker):
+    """A consumer ACCEPTs 0-39 of 100, holds 40-99 unacknowledged, and dies with the broker
+    (kill -9 both): after the restart a new consumer gets exactly 40-99."""
+    topic, group = uniq("share-crash"), uniq("sg")
+    with holding(kafka_broker.bootstrap, topic, group, accept=40):
+        kafka_broker.restart(hard=True)   # kill -9, then start on the same data dir and port
     c = share_consumer(kafka_broker.bootstrap, group, [topic])
     try:
         got = poll_until(c, 60)
@@ -296,17 +305,8 @@ def test_a_consumer_that_dies_gives_its_records_back_at_once(kafka_broker):
     the delivery count they had before (fetched, never delivered to an application)."""
     bs = kafka_broker.bootstrap
     topic, group = uniq("share-dies"), uniq("sg")
-    create_topic(bs, topic, 1)
-    set_group_configs(bs, group, share_auto_offset_reset="earliest")
-    produce(bs, topic, 100)
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, bs, group, topic, "0"], stdout=subprocess.PIPE,
-                              text=True)
-    try:
-        line = holder.stdout.readline() if holder.stdout else ""
-        assert line.strip() == "holding 100", line
-    finally:
-        holder.kill()
-        holder.wait(10)
+    with holding(bs, topic, group, accept=0):
+        pass
     c = share_consumer(bs, group, [topic])
     try:
         started = time.monotonic()

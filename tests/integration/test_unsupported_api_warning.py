@@ -40,9 +40,9 @@ def test_unsupported_version_is_one_warning_naming_the_client(broker_factory) ->
         assert field in line, (field, line)
     # An API the broker does not serve at all, from a client that never sent ApiVersions.
     with RawClient.connect(broker.bootstrap, client_id="old-tool") as c:
-        c.send_frame(request_header(76, 1, 9, client_id=b"old-tool", flexible=True) + b"\x00" * 32)
+        c.send_frame(request_header(38, 2, 9, client_id=b"old-tool", flexible=True) + b"\x00" * 32)
         with pytest.raises(ConnectionClosed):
             c.recv_frame(timeout=5)
     lines = _wait_for(lambda: len(_warnings(broker.log_path)) == 2 and _warnings(broker.log_path))
-    assert re.search(r"api=ShareGroupHeartbeat .*client_id=old-tool", lines[1]), lines[1]
+    assert re.search(r"api=CreateDelegationToken .*client_id=old-tool", lines[1]), lines[1]
     assert "served='not served'" in lines[1]
