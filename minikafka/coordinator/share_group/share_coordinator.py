@@ -56,20 +56,28 @@ def merge_batches(older: Iterable[StateBatch], newer: Iterable[StateBatch], star
     below the start offset go; neighbours of equal state and count are joined."""
     per: dict[int, tuple[RecordState, int]] = {}
     for b in (*older, *newer):
+        value = (b.delivery_state, b.delivery_count)
         for o in range(max(b.first_offset, start_offset), b.last_offset + 1):
-            per[o] = (b.delivery_state, b.delivery_count)
+            per[o] = value
     return compress(per)
 
 
 def compress(per: Mapping[int, tuple[RecordState, int]]) -> tuple[StateBatch, ...]:
+    """Per-offset states as ranges of equal state and delivery count."""
     out: list[StateBatch] = []
+    first = last = -1
+    value: tuple[RecordState, int] | None = None
     for o in sorted(per):
-        state, count = per[o]
-        last = out[-1] if out else None
-        if last is not None and last.last_offset == o - 1 and (last.delivery_state, last.delivery_count) == (state, count):
-            out[-1] = StateBatch(last.first_offset, o, state, count)
-        else:
-            out.append(StateBatch(o, o, state, count))
+        v = per[o]
+        if o == last + 1 and v == value:
+            last = o
+            continue
+        if value is not None:
+            out.append(StateBatch(first, last, *value))
+        first = last = o
+        value = v
+    if value is not None:
+        out.append(StateBatch(first, last, *value))
     return tuple(out)
 
 

@@ -224,23 +224,28 @@ class SharePartition:
         INVALID_RECORD_STATE for a record not ACQUIRED by this member."""
         if not validate_ack_batches(batches):
             return ErrorCode.invalid_request
-        staged: list[tuple[int, AcknowledgeType]] = []
+        records, acquired, start = self.records, RecordState.ACQUIRED, self.start_offset
+        staged: list[tuple[int, int, AckBatch]] = []   # first, last, batch: checked, not yet applied
         for b in batches:
-            if b.last_offset < self.start_offset:
+            if b.last_offset < start:
                 continue  # already behind the start offset: nothing to do
             if b.last_offset > self.end_offset:
                 return ErrorCode.invalid_request
-            for o in range(max(b.first_offset, self.start_offset), b.last_offset + 1):
-                r = self.records.get(o)
-                if r is None or r.state is not RecordState.ACQUIRED or r.member_id != member_id:
+            first = max(b.first_offset, start)
+            for o in range(first, b.last_offset + 1):
+                r = records.get(o)
+                if r is None or r.state is not acquired or r.member_id != member_id:
                     return ErrorCode.invalid_record_state
-                staged.append((o, AcknowledgeType(b.type_at(o))))
-        for o, ack in staged:
-            r = self.records[o]
-            if ack is AcknowledgeType.RENEW:
-                r.lock_deadline_ms = now_ms + self.config.lock_duration_ms
-                continue
-            self._settle(o, r, _ACK_TARGET[ack])
+            staged.append((first, b.last_offset, b))
+        renewed = now_ms + self.config.lock_duration_ms
+        for first, last, b in staged:   # all checked: apply (one type per batch is the common case)
+            single = AcknowledgeType(b.types[0]) if len(b.types) == 1 else None
+            for o in range(first, last + 1):
+                ack = single if single is not None else AcknowledgeType(b.type_at(o))
+                if ack is AcknowledgeType.RENEW:
+                    records[o].lock_deadline_ms = renewed
+                else:
+                    self._settle(o, records[o], _ACK_TARGET[ack])
         self._advance_start()
         return ErrorCode.none
 
@@ -319,10 +324,15 @@ class SharePartition:
 def _ranges(taken: Sequence[tuple[int, int]]) -> list[AcquiredRecords]:
     """Consecutive offsets of the same delivery count as one AcquiredRecords."""
     out: list[AcquiredRecords] = []
-    for o, count in taken:
-        last = out[-1] if out else None
-        if last is not None and last.last_offset == o - 1 and last.delivery_count == count:
-            out[-1] = AcquiredRecords(last.first_offset, o, count)
-        else:
-            out.append(AcquiredRecords(o, o, count))
+    first = last = count = -1
+    for o, n in taken:
+        if o == last + 1 and n == count:
+            last = o
+            continue
+        if first >= 0:
+            out.append(AcquiredRecords(first, last, count))
+        first = last = o
+        count = n
+    if first >= 0:
+        out.append(AcquiredRecords(first, last, count))
     return out
