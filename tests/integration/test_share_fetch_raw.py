@@ -31,7 +31,7 @@ def heartbeat(raw: RawClient, group: str, member: str, epoch: int, topics: tuple
 
 def share_fetch(raw: RawClient, group: str, member: str, epoch: int, topic_id: uuid.UUID, *,
                 acks: list[tuple[int, int, int]] = (), fetch: bool = True, max_wait_ms: int = 0,
-                version: int = 2) -> Any:
+                max_bytes: int = 1 << 20, version: int = 2) -> Any:
     from kio.schema.share_fetch.v2.request import AcknowledgementBatch, FetchPartition, FetchTopic
     from rawclient import ms
     batches = tuple(AcknowledgementBatch(first_offset=f, last_offset=last, acknowledge_types=(t,)) for f, last, t in acks)
@@ -39,7 +39,7 @@ def share_fetch(raw: RawClient, group: str, member: str, epoch: int, topic_id: u
                                                                        acknowledgement_batches=batches),)),) \
         if fetch or acks else ()
     req = request_class(78, 2)(group_id=group, member_id=member, share_session_epoch=epoch, max_wait=ms(max_wait_ms),
-                               min_bytes=1, max_bytes=1 << 20, max_records=500, batch_size=500, share_acquire_mode=0,
+                               min_bytes=1, max_bytes=max_bytes, max_records=500, batch_size=500, share_acquire_mode=0,
                                is_renew_ack=False, topics=topics, forgotten_topics_data=())
     return raw.request(req, version)
 
@@ -113,6 +113,14 @@ def test_share_session_epochs_acquired_ranges_and_acknowledgements(kafka_broker)
         assert (closing.error_code, partition(closing).error_code) == (ErrorCode.none, ErrorCode.none)
         assert share_ack(raw, group, member, 4, tid, [(5, 5, ACCEPT)]).error_code is ErrorCode.share_session_not_found
         assert heartbeat(raw, group, member, -1, None).member_epoch == -1
+
+
+def test_max_bytes_zero_acquires_nothing(kafka_broker):
+    """fetch.max.bytes=0 (librdkafka's 0180_share_consumer_config): no record is acquired."""
+    with RawClient.connect(kafka_broker.bootstrap, timeout=20) as raw:
+        _topic, group, member, tid = joined(raw, kafka_broker.bootstrap, 3)
+        assert acquired(share_fetch(raw, group, member, 0, tid, max_bytes=0, max_wait_ms=500)) == []
+        assert acquired(share_fetch(raw, group, member, 1, tid, max_wait_ms=5000)) == [(0, 2, 1)]
 
 
 @pytest.mark.minikafka_in_process

@@ -134,7 +134,7 @@ class ShareFetchHandler:
                        wanted: list[Wanted], req: Any
                        ) -> dict[tuple[uuid.UUID, int], Acquired]:
         records_left = req.max_records if req.max_records > 0 else DEFAULT_MAX_RECORDS
-        bytes_left = req.max_bytes if req.max_bytes > 0 else 2**31 - 1
+        bytes_left = req.max_bytes   # 0 fetches nothing (Kafka 4.3.1 acquires no record then)
         out: dict[tuple[uuid.UUID, int], Acquired] = {}
         for tid, p, tp in wanted:
             if tp is None:
