@@ -80,7 +80,6 @@ class SharePartitionManager:
         # the same name is another topic, whose share-partition starts afresh.
         self._topic_ids: dict[Key, uuid.UUID] = {}
         self._locks: dict[Key, asyncio.Lock] = {}
-        self._session_conns: dict[tuple[str, str], int] = {}   # session -> the connection that opened it
 
     def config_of(self, group_id: str) -> ShareGroupConfig:
         return self.groups.config_of(group_id)
@@ -192,9 +191,6 @@ class SharePartitionManager:
                 return Acquired()
             return Acquired(ErrorCode.none, data, tuple(ranges))
 
-    def watch(self, tps: Iterable[TopicPartition]) -> asyncio.Future[None]:
-        return self.svc.purgatory.watch(tps)
-
     # ------------------------------------------------------------------------------ acknowledge
     async def acknowledge(self, group_id: str, member_id: str, tp: TopicPartition,
                           batches: Sequence[AckBatch]) -> ErrorCode:
@@ -224,17 +220,13 @@ class SharePartitionManager:
                     await self._persist(gid, tp, sp, start)
                     self.svc.purgatory.notify(tp)
 
-    def opened(self, group_id: str, member_id: str, conn_id: int) -> None:
-        self._session_conns[(group_id, member_id)] = conn_id
-
     async def close_session(self, group_id: str, member_id: str) -> None:
         self.sessions.close(group_id, member_id)
-        self._session_conns.pop((group_id, member_id), None)
         await self.release_member(group_id, member_id)
 
     def connection_closed(self, conn_id: int) -> None:
         """Kafka's ShareSessionCache on a disconnect: the sessions that connection opened end."""
-        gone = [k for k, c in self._session_conns.items() if c == conn_id]
+        gone = [k for k, s in self.sessions.sessions.items() if s.conn_id == conn_id]
         for group_id, member_id in gone:
             asyncio.get_running_loop().create_task(self.close_session(group_id, member_id))
 

@@ -11,7 +11,7 @@ import sys
 import textwrap
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -51,14 +51,16 @@ def produce(bs: str, topic: str, n: int, partitions: int = 1) -> None:
 
 
 def poll_until(c: ShareConsumer, want: int, *, ack: Any = AcknowledgeType.ACCEPT, timeout: float = 30.0,
-               into: list[Any] | None = None) -> list[Any]:
-    """Poll, acknowledge every record with `ack` and commit, until `want` records came."""
+               into: list[Any] | None = None,
+               record: Callable[[Any], Any] = lambda m: (m.partition(), m.offset(), m.delivery_count())) -> list[Any]:
+    """Poll, acknowledge every record with `ack` and commit, until `want` records came; each
+    record kept as `record` makes it ((partition, offset, delivery count) by default)."""
     got: list[Any] = [] if into is None else into
     deadline = time.monotonic() + timeout
     while len(got) < want and time.monotonic() < deadline:
         msgs = [m for m in c.poll(0.5) if m.error() is None]
         for m in msgs:
-            got.append((m.partition(), m.offset(), m.delivery_count()))
+            got.append(record(m))
             c.acknowledge(m, ack)
         if msgs:
             c.commit_sync(30)
@@ -180,16 +182,7 @@ def test_read_committed_share_groups_never_see_aborted_records(kafka_broker):
 
 
 def _values(c: ShareConsumer, want: int) -> list[tuple[int, str, int]]:
-    out: list[tuple[int, str, int]] = []
-    deadline = time.monotonic() + 30
-    while len(out) < want and time.monotonic() < deadline:
-        msgs = [m for m in c.poll(0.5) if m.error() is None]
-        for m in msgs:
-            out.append((m.offset(), m.value().decode(), m.delivery_count()))
-            c.acknowledge(m)
-        if msgs:
-            c.commit_sync(30)
-    return out
+    return poll_until(c, want, record=lambda m: (m.offset(), m.value().decode(), m.delivery_count()))
 
 
 HOLDER = textwrap.dedent("""

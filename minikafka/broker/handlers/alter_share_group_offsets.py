@@ -51,9 +51,7 @@ class AlterShareGroupOffsetsHandler:
                 names[info.topic_id] = info.name
                 parts.append((p.partition_index, ErrorCode.none))
             results.append((t.topic_name, None if info is None else info.topic_id, parts))
-        code = await self.groups.share.alter_offsets(gid, offsets, names, self.svc.clock.now_ms()) if offsets \
-            else (ErrorCode.non_empty_group if self.groups.share.owns(gid) and not self.groups.share.is_empty(gid)
-                  else ErrorCode.none)
+        code = await self.groups.share.alter_offsets(gid, offsets, names, self.svc.clock.now_ms())
         if code is not ErrorCode.none:
             return self.error_response(req, code, NOT_EMPTY if code is ErrorCode.non_empty_group else None)
         if self.svc.share is not None:

@@ -23,7 +23,7 @@ from minikafka.broker.context import RequestContext
 from minikafka.broker.handlers.share_group_heartbeat import share_groups_enabled
 from minikafka.broker.services import BrokerServices
 from minikafka.broker.share_partitions import Acquired, SharePartitionManager
-from minikafka.coordinator.share_group.sessions import FINAL_EPOCH, INITIAL_EPOCH
+from minikafka.coordinator.share_group.sessions import INITIAL_EPOCH
 from minikafka.coordinator.share_group.share_partition import AckBatch, AcknowledgeType, validate_ack_batches
 from minikafka.protocol import messages
 from minikafka.protocol.errors import ErrorCode
@@ -90,9 +90,9 @@ class ShareFetchHandler:
         if verdict.error is not ErrorCode.none or verdict.session is None:
             return self.error_response(req, verdict.error)
         if epoch == INITIAL_EPOCH:
-            share.opened(gid, mid, ctx.conn_id)
+            verdict.session.conn_id = ctx.conn_id   # it ends with this connection
         acks = await acknowledge_all(share, self.svc, gid, mid, req.topics, ctx.api_version)
-        if verdict.closes or epoch == FINAL_EPOCH:
+        if verdict.closes:
             await share.close_session(gid, mid)
             return self._answer(gid, acks, {}, full=False)
         fetched: dict[tuple[uuid.UUID, int], Acquired] = {}
@@ -122,7 +122,7 @@ class ShareFetchHandler:
             remaining = deadline - loop.time()
             if any(a.ranges or a.error is not ErrorCode.none for a in fetched.values()) or remaining <= 0 or not tps:
                 return fetched
-            fut = share.watch(tps)
+            fut = self.svc.purgatory.watch(tps)
             try:
                 await asyncio.wait_for(fut, remaining)
             except TimeoutError:

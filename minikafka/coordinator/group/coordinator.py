@@ -48,8 +48,8 @@ from minikafka.coordinator.streams_group import decisions as streams_decisions
 from minikafka.coordinator.streams_group import records as streams_records
 from minikafka.coordinator.streams_group.coordinator import HeartbeatResult, StreamsGroups
 from minikafka.coordinator.share_group import decisions as share_decisions
-from minikafka.coordinator.share_group.coordinator import ShareGroups, is_share_record_type
-from minikafka.coordinator.share_group.records import CorruptShareGroupRecord
+from minikafka.coordinator.share_group.coordinator import ShareGroups
+from minikafka.coordinator.share_group.records import CorruptShareGroupRecord, is_share_record_type
 from minikafka.coordinator.share_group.share_coordinator import ShareCoordinator
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import TopicPartition

@@ -32,13 +32,6 @@ from minikafka.coordinator.share_group.state import (
 )
 from minikafka.protocol.errors import ErrorCode
 
-SHARE_RECORD_TYPES = frozenset(range(rec.MEMBER_METADATA, rec.STATE_PARTITION_METADATA + 1))
-
-
-def is_share_record_type(record_type: int) -> bool:
-    return record_type in SHARE_RECORD_TYPES
-
-
 class ShareGroups(GroupRoom[ShareGroup, ShareGroupConfig]):
     kind = "share_group"
     # GROUP resource config -> the ShareGroupConfig field it overrides (Kafka's GroupConfig).
@@ -198,6 +191,8 @@ class ShareGroups(GroupRoom[ShareGroup, ShareGroupConfig]):
             group = self.groups.get(group_id)
             if group is not None and group.members:
                 return ErrorCode.non_empty_group
+            if not start_offsets:
+                return ErrorCode.none
             records: list[rec.Record] = []
             if group is None:
                 group = ShareGroup(group_id=group_id)

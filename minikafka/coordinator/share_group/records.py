@@ -154,13 +154,18 @@ class StatePartitionMetadata:
 
 
 _MEMBER_KEYED = (MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT)
+RECORD_TYPES = frozenset(range(MEMBER_METADATA, STATE_PARTITION_METADATA + 1))
+
+
+def is_share_record_type(record_type: int) -> bool:
+    return record_type in RECORD_TYPES
 
 
 def decode_key(key: bytes) -> tuple[int, str, str | None]:
     """(record type, group id, member id or None) of a share group record's key."""
     r = Reader(key, CorruptShareGroupRecord)
     record_type = r.i16()
-    if record_type not in range(MEMBER_METADATA, STATE_PARTITION_METADATA + 1):
+    if record_type not in RECORD_TYPES:
         raise CorruptShareGroupRecord(f"record type {record_type} is not a share group's")
     try:
         group_id = r.string()

@@ -38,6 +38,7 @@ class ShareSession:
     member_id: str
     epoch: int
     partitions: set[Partition] = field(default_factory=set)
+    conn_id: int = -1   # the connection that opened it: the session ends with it (the broker's)
 
 
 @dataclass(frozen=True, slots=True)
