@@ -219,7 +219,14 @@ class Run:
         wd = self._tmp / f"{name}-{tag}"
         if wd.exists():
             shutil.rmtree(wd)
-        return BROKERS[name](wd, pin=BROKER_CPU if self.pin else None)
+        cls = BROKERS[name]
+        heartbeat = self.p.get("g1_heartbeat_ms")
+        if heartbeat and name in ("minikafka", "kafka"):
+            props = {"group.consumer.heartbeat.interval.ms": str(heartbeat),
+                     "group.consumer.min.heartbeat.interval.ms": str(heartbeat)}
+            kw = {"overrides": props} if name == "minikafka" else {"extra_props": props}
+            return cls(wd, pin=BROKER_CPU if self.pin else None, **kw)  # type: ignore[call-arg]
+        return cls(wd, pin=BROKER_CPU if self.pin else None)
 
     def order(self, rep: int) -> list[str]:
         k = rep % max(1, len(self.brokers))
@@ -483,7 +490,8 @@ class Run:
         broker's default group settings (classic: the members' 3 s heartbeats; KIP-848: the
         coordinator's 5 s heartbeat interval)."""
         r = self.client("rebalance", {"bootstrap": b.bootstrap, "topic": "g1", "partitions": 6,
-                                      "group": f"g1-{protocol}-{rep}", "protocol": protocol}, b)
+                                      "group": f"g1-{protocol}-{rep}", "protocol": protocol,
+                                      "heartbeat_ms": self.p.get("g1_heartbeat_ms")}, b)
         log(f"  {b.name} G1 {protocol}: 2 joins settle in {r['join_s']:.2f}s, a leave in {r['leave_s']:.2f}s")
         return r
 

@@ -445,6 +445,8 @@ def role_rebalance(a: dict[str, Any]) -> dict[str, Any]:
     b, topic, n = a["bootstrap"], a["topic"], int(a["partitions"])
     conf = {**CONSUMER_BASE, "bootstrap.servers": b, "group.id": a["group"], "group.protocol": a["protocol"],
             "enable.auto.commit": False}
+    if a.get("heartbeat_ms") and a["protocol"] == "classic":  # KIP-848's interval is the broker's
+        conf["heartbeat.interval.ms"] = int(a["heartbeat_ms"])
     timeout = float(a.get("timeout_s", 120))
 
     def settle(members: list[Consumer], what: str) -> float:

@@ -50,10 +50,15 @@ def cleanup_policy(bootstrap: str, topic: str) -> str:
     return a.describe_configs([res])[res].result(30)["cleanup.policy"].value
 
 
+# Long words: 24,000 count updates of ~90 bytes fill more than one 1 MiB changelog segment (Kafka's
+# smallest), so the first is closed and cleaned while the app runs.
+WORD = "w" * 72
+
+
 def produce_lines(bootstrap: str, topic: str, start: int, n: int, counts: collections.Counter) -> None:
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "log_level": 3})
     for i in range(start, start + n):
-        line = f"w{i % 7} w{i % 11}"
+        line = f"{WORD}{i % 7} {WORD}{i % 11}"
         counts.update(line.split())
         p.produce(topic, key=str(i).encode(), value=line.encode())
         if i % 1000 == 0:
@@ -69,8 +74,11 @@ def test_streams_changelog_is_compacted_and_restores_exact_counts(configured_bro
     create_topic(b, f"{prefix}-text", 1)
     create_topic(b, f"{prefix}-counts", 1)
     expected: collections.Counter = collections.Counter()
-    produce_lines(b, f"{prefix}-text", 0, 30_000, expected)  # 60,000 count updates over 18 words
-    configs = ("statestore.cache.max.bytes=0", "topic.segment.bytes=1048576", "topic.min.cleanable.dirty.ratio=0.01")
+    produce_lines(b, f"{prefix}-text", 0, 12_000, expected)  # 24,000 count updates over 18 words
+    # A 6 s session (the broker's minimum): the instance started after the kill -9 rejoins once the
+    # killed member's session ends, not after Streams' default 45 s.
+    configs = ("statestore.cache.max.bytes=0", "topic.segment.bytes=1048576", "topic.min.cleanable.dirty.ratio=0.01",
+               "consumer.session.timeout.ms=6000")
     log = tmp_path / "streams.log"
     state = tmp_path / "state"
     app = streams_eos.start_app(b, prefix, str(state), "classic", *configs, log=log)
@@ -86,8 +94,8 @@ def test_streams_changelog_is_compacted_and_restores_exact_counts(configured_bro
         def changelog_rows() -> list[tuple[Any, ...]]:
             return read_to_eof(b, [(changelog, 0)], "read_committed", timeout=120)
 
-        # cleaned while the app runs: far fewer records than the 60,000 updates written to it
-        wait_until(lambda: len(changelog_rows()) < 30_000, 120, "the changelog to be compacted", interval=1)
+        # cleaned while the app runs: far fewer records than the 24,000 updates written to it
+        wait_until(lambda: len(changelog_rows()) < 14_000, 120, "the changelog to be compacted", interval=1)
         last = {k.decode(): struct.unpack(">q", v)[0] for *_, k, v in changelog_rows()}
         assert last == dict(expected)
 
@@ -95,7 +103,7 @@ def test_streams_changelog_is_compacted_and_restores_exact_counts(configured_bro
         app.send_signal(signal.SIGKILL)
         app.wait(30)
         shutil.rmtree(state)
-        produce_lines(b, f"{prefix}-text", 30_000, 2_000, expected)
+        produce_lines(b, f"{prefix}-text", 12_000, 2_000, expected)
         app = streams_eos.start_app(b, prefix, str(state), "classic", *configs, log=log)
         got = streams_eos.committed_counts(b, f"{prefix}-counts", expected, 240)
         assert got == dict(expected), log.read_text()[-3000:]

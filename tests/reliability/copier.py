@@ -122,7 +122,8 @@ def main() -> int:
         **debug, **one_broker,
         "bootstrap.servers": args.bootstrap, "group.id": args.group, "enable.auto.commit": False,
         "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-        "session.timeout.ms": 10000, "heartbeat.interval.ms": 1000,
+        # The broker's minimum session: a copier killed with -9 holds its partitions for 6 s.
+        "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000,
     })
     producer = Producer({
         **debug, **one_broker,
