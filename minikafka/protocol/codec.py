@@ -80,7 +80,7 @@ def decode_request(frame: bytes, served: dict[int, versions.VersionRange]) -> De
         try:
             used = _header_walk(frame, flexible)
             # Before kio, which preallocates arrays by their length (see _bounds_checker).
-            _bounds_checker(cls)(frame, used)
+            _check_bounds(cls, frame, used)
         except UnknownTaggedField:
             # A newer client may send tagged fields this version does not define; Kafka skips them,
             # kio refuses them: decode a copy of the frame without them.
@@ -208,7 +208,17 @@ def _value_walker(kafka_type: str | None, entity: type[Any] | None, flexible: bo
     return value
 
 
-def _field_walker(f: Any, flexible: bool) -> Any:
+class _Shape(NamedTuple):
+    """What the walks need to know of one field of a request schema."""
+
+    kafka_type: str | None
+    entity: type[Any] | None  # a nested struct's class
+    is_array: bool
+    nullable: bool
+    element_nullable: bool  # of an array's elements; else the same as nullable
+
+
+def _shape(f: Any) -> _Shape:
     from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTupleField, classify_field
 
     kind = classify_field(f)
@@ -220,7 +230,13 @@ def _field_walker(f: Any, flexible: bool) -> Any:
         element_nullable = bool(get_args(inner)) and _nullable(get_args(inner)[0])
     else:
         element_nullable = nullable
-    item = _value_walker(f.metadata.get("kafka_type"), entity, flexible, f.name, element_nullable)
+    return _Shape(f.metadata.get("kafka_type"), entity, is_array, nullable, element_nullable)
+
+
+def _field_walker(f: Any, flexible: bool) -> Any:
+    shape = _shape(f)
+    entity, is_array, nullable = shape.entity, shape.is_array, shape.nullable
+    item = _value_walker(shape.kafka_type, entity, flexible, f.name, shape.element_nullable)
     if not is_array:
         return item
 
@@ -285,6 +301,61 @@ def _bounds_checker(cls: type[Any]) -> Any:
         return pos
 
     return walk
+
+
+# The compiled twin of the checking walk (_walk.bounds_walk): each request class as a spec of
+# nested tuples the C walk reads (its comment gives the format). A request's lengths are checked
+# there in about 0.3 us where the Python walk took 4.6 us for a small Produce (issue 17); on any
+# fault the Python walk runs again to name it.
+try:
+    from minikafka.protocol._walk import bounds_walk as _bounds_walk_c
+except ImportError:  # no compiler at install time: the Python walk alone
+    _bounds_walk_c = None
+
+
+def _value_spec(kafka_type: str | None, entity: type[Any] | None, nullable: bool) -> tuple[Any, ...]:
+    if entity is not None:
+        return (2, nullable, _bounds_spec(entity))
+    assert kafka_type is not None
+    size = _FIXED_SIZE.get(kafka_type)
+    if size is not None:
+        return (0, size)
+    if kafka_type not in ("string", "bytes", "records"):
+        raise TypeError(f"unknown kafka_type {kafka_type}")
+    return (1, nullable, kafka_type in ("bytes", "records"))
+
+
+@functools.cache
+def _bounds_spec(cls: type[Any]) -> tuple[Any, ...]:
+    import dataclasses
+
+    flexible = bool(cls.__flexible__)
+    inline = []
+    tagged: dict[int, tuple[Any, ...]] = {}
+    for f in dataclasses.fields(cls):
+        shape = _shape(f)
+        item = _value_spec(shape.kafka_type, shape.entity, shape.element_nullable)
+        spec = (3, shape.nullable, item) if shape.is_array else item
+        tag = f.metadata.get("tag")
+        if tag is not None and flexible:
+            tagged[int(tag)] = spec
+        else:
+            inline.append(spec)
+    return (flexible, tuple(inline), tagged)
+
+
+def _check_bounds(cls: type[Any], frame: bytes, pos: int) -> None:
+    """Raise FramingError for an impossible length in the request body at pos, UnknownTaggedField
+    for a tagged field its schema does not define."""
+    if _bounds_walk_c is None:
+        _bounds_checker(cls)(frame, pos)
+        return
+    end = _bounds_walk_c(_bounds_spec(cls), frame, pos)
+    if end == -2:
+        raise UnknownTaggedField(-1)
+    if end < 0:
+        _bounds_checker(cls)(frame, pos)  # names the fault
+        raise FramingError(f"{cls.__name__}: a length past the end of the request")
 
 
 def _header_walk(frame: bytes, flexible: bool, out: bytearray | None = None) -> int:
