@@ -24,6 +24,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "idle_s": 60,                   # O2: RSS this long after ready
         "recovery_bytes": 1_000_000_000,  # O3: ~1 GB in the active segment
         "recovery_reps": 3,
+        "p5_warmup": 200_000,           # P5: Kafka's Java producer, not timed (JIT, connections)
+        "p5_records": 1_000_000,
         "t2_warmup": 200,               # T2: Java transactions, not timed (JIT, connections)
         "t2_transactions": 3000,
         "t2_records": 10,
@@ -55,6 +57,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "idle_s": 5,
         "recovery_bytes": 50_000_000,
         "recovery_reps": 1,
+        "p5_warmup": 50_000,
+        "p5_records": 300_000,
         "t2_warmup": 50,
         "t2_transactions": 500,
         "t2_records": 10,
@@ -86,6 +90,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "idle_s": 0.5,
         "recovery_bytes": 2_000_000,
         "recovery_reps": 1,
+        "p5_warmup": 500,
+        "p5_records": 2000,
         "t2_warmup": 5,
         "t2_transactions": 20,
         "t2_records": 2,
@@ -103,4 +109,4 @@ PROFILES: dict[str, dict[str, Any]] = {
     },
 }
 
-SCENARIOS = ("P2", "P3", "P4", "C1", "C2", "C3", "C4", "E1", "G1", "T2", "L1", "S1", "M1", "O1", "O2", "O3")
+SCENARIOS = ("P2", "P3", "P4", "P5", "C1", "C2", "C3", "C4", "E1", "G1", "T2", "L1", "S1", "M1", "O1", "O2", "O3")

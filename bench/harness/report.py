@@ -27,6 +27,13 @@ def rows_for(meta: dict[str, Any]) -> list[Row]:
             ("P2", "P2", t, "ack_p50_ms", f"P2 {t}: ack latency p50", "ms", None),
             ("P2", "P2", t, "ack_p99_ms", f"P2 {t}: ack latency p99", "ms", None),
         ]
+    for t in p["p2_topics"]:
+        rows += [
+            ("P5", "P5", t, "records_per_s", f"P5 Java producer (ProducerPerformance), 1 KiB acks=all, {t}: throughput",
+             "msg/s", (">=", 1.0)),
+            ("P5", "P5", t, "p99_ms", f"P5 {t}: latency p99", "ms", None),
+            ("P5", "P5", t, "broker_cpu_s_per_gb", f"P5 {t}: broker CPU-s per GB", "CPU-s/GB", None),
+        ]
     rows += [
         ("P3", "P3", "p1", "records_per_s", "P3 idempotent, p1: throughput", "msg/s", (">=", 1.0)),
         ("P3", "P3", "p1", "ack_p99_ms", "P3 p1: ack latency p99", "ms", None),

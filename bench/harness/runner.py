@@ -169,6 +169,23 @@ def parse_consumer_performance(stdout: str) -> dict[str, Any] | None:
     return None
 
 
+def parse_producer_performance(stdout: str) -> dict[str, Any] | None:
+    """The summary line of Kafka's ProducerPerformance (4.3.1): "N records sent, R records/sec
+    (M MB/sec), A ms avg latency, X ms max latency, p50 ms 50th, p95 ms 95th, p99 ms 99th, p999 ms
+    99.9th." None when there is no such line."""
+    import re
+
+    pattern = re.compile(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
+                         r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th")
+    for line in reversed(stdout.strip().splitlines()):
+        m = pattern.search(line)
+        if m:
+            return {"records": int(m[1]), "records_per_s": float(m[2]), "mb_per_s": float(m[3]) * 1.048576,
+                    "avg_ms": float(m[4]), "max_ms": float(m[5]), "p50_ms": float(m[6]), "p95_ms": float(m[7]),
+                    "p99_ms": float(m[8])}
+    return None
+
+
 # --------------------------------------------------------------------------------------------------
 # the run
 
@@ -204,9 +221,10 @@ class Run:
             if java_scenario in self.scenarios and shutil.which("java") is None:
                 self.skipped[java_scenario] = f"no java on PATH ({java_scenario} runs Kafka's ConsumerPerformance)"
                 self.scenarios.discard(java_scenario)
-        if "T2" in self.scenarios and shutil.which("java") is None:
-            self.skipped["T2"] = "no java on PATH (T2 runs Kafka's Java producer)"
-            self.scenarios.discard("T2")
+        for java_scenario in ("T2", "P5"):
+            if java_scenario in self.scenarios and shutil.which("java") is None:
+                self.skipped[java_scenario] = f"no java on PATH ({java_scenario} runs Kafka's Java producer)"
+                self.scenarios.discard(java_scenario)
         if "M1" in self.scenarios and "minikafka" not in self.brokers:
             self.skipped["M1"] = "minikafka is not among --brokers (M1 compares minikafka with itself)"
             self.scenarios.discard("M1")
@@ -266,7 +284,7 @@ class Run:
         try:
             if self.scenarios & {"O1", "O2"}:
                 self.phase_startup()
-            if self.scenarios & {"P2", "P3", "P4", "C1", "C2", "C3", "C4", "E1", "G1", "T2", "L1", "O2"}:
+            if self.scenarios & {"P2", "P3", "P4", "P5", "C1", "C2", "C3", "C4", "E1", "G1", "T2", "L1", "O2"}:
                 for rep in range(self.p["reps"]):
                     for name in self.order(rep):
                         self.phase_load(name, rep)
@@ -360,6 +378,7 @@ class Run:
         try:
             topics = {"warm": 1, "p3": 1, "p4": 1, "c2": 1, "g1": 6, "t2": 1, "c4": p["c4_partitions"],
                       **{f"p2-{t}": int(t[1:]) for t in p["p2_topics"]},
+                      **{f"p5-{t}{suffix}": int(t[1:]) for t in p["p2_topics"] for suffix in ("", "-warm")},
                       **{f"e1-{r}": 1 for r in p["e1_rates"]}}
             create_topics(bs, topics)
             with procstat.RssSampler(b.pid) as sampler:
@@ -437,6 +456,9 @@ class Run:
             if fill:
                 self.guarded(name, rep, "C2", "aborted10", lambda: consume(
                     "c2", fill["committed_records"], "read_committed", linger_s=0.5))
+        if "P5" in sc:
+            for t in p["p2_topics"]:
+                self.guarded(name, rep, "P5", t, lambda t=t: self._java_produce(b, t))
         if "T2" in sc:
             for tv in (2, 1):
                 self.guarded(name, rep, "T2", f"tv{tv}", lambda tv=tv: self._java_transactions(b, tv, rep))
@@ -460,6 +482,35 @@ class Run:
                            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
         if r.returncode != 0 and "can be" not in r.stdout:
             raise ClientError(f"transaction.version={level}: {(r.stdout + r.stderr)[-500:]}")
+
+    def _java_produce(self, b: Broker, t: str) -> dict[str, Any]:
+        """P5: P2 with Kafka's own Java producer (ProducerPerformance 4.3.1, P2's settings: 1 KiB,
+        acks=all, linger 5 ms, 1 MB batches, no idempotence). The confluent-kafka producer is P2's
+        limit on 2 cores whichever broker answers; the Java producer shows more of the brokers'
+        own difference. `p5_warmup` records go to another topic first, untimed (JIT, connections)."""
+        p = self.p
+
+        def perf(topic: str, records: int) -> str:
+            cmd = [str(RUN_TOOL), "org.apache.kafka.tools.ProducerPerformance", "--topic", topic,
+                   "--num-records", str(records), "--record-size", str(p["record_size"]), "--throughput", "-1",
+                   "--producer-props", f"bootstrap.servers={b.bootstrap}", "acks=all", "linger.ms=5",
+                   "batch.size=1000000", "enable.idempotence=false"]
+            if self.pin and shutil.which("taskset"):
+                cmd = ["taskset", "-c", CLIENT_CPU, *cmd]
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)
+            if r.returncode != 0:
+                raise ClientError(f"ProducerPerformance exited {r.returncode}: {(r.stdout + r.stderr)[-500:]}")
+            return r.stdout
+
+        perf(f"p5-{t}-warm", p["p5_warmup"])
+        cpu0 = b.cpu_seconds()
+        res = parse_producer_performance(perf(f"p5-{t}", p["p5_records"]))
+        cpu = b.cpu_seconds() - cpu0
+        if res is None or res["records"] != p["p5_records"]:
+            raise ClientError(f"ProducerPerformance: no summary line for {p['p5_records']} records: {res}")
+        res["broker_cpu_s_per_gb"] = cpu / max(1e-9, res["records"] * p["record_size"] / 1e9)
+        log(f"  {b.name} P5 java producer {t}: {res['records_per_s']:.0f} rec/s, p99 {res['p99_ms']:.0f} ms")
+        return res
 
     def _java_transactions(self, b: Broker, tv: int, rep: int) -> dict[str, Any]:
         """T2: Kafka's Java producer 4.3.1 runs transactions back to back (1 KiB records), under

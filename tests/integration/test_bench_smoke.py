@@ -53,6 +53,8 @@ def test_harness_smoke_run_writes_table(tmp_path: Path) -> None:
         "C1 catch-up (P2 p1 data), read_uncommitted": "msg/s",
         "C1 catch-up, read_committed (LSO path)": "msg/s",
         "C2 read_committed, 10 % of transactions aborted": "msg/s",
+        **({"P5 Java producer (ProducerPerformance), 1 KiB acks=all, p1: throughput": "msg/s"}
+           if shutil.which("java") else {}),
         **({"C3 Java consumer (Kafka's ConsumerPerformance) read_committed over P4 data, fetch-only": "msg/s",
             "C4 Java consumer (ConsumerPerformance) across 10 partitions, fetch-only": "msg/s"}
            if shutil.which("java") else {}),
