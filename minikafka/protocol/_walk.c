@@ -288,17 +288,19 @@ done:
  * array, a null where the schema has none: codec's Python walk names the fault), or -2 (a
  * tagged field the schema does not define: the caller strips them and decodes a copy).
  *
- * The compiled twin of the checking walk of minikafka.protocol.codec._bounds_checker (out=None):
+ * The compiled twin of the checking walk of minikafka.protocol.codec._bounds_checker (out=None),
+ * which interprets the same spec:
  * the lengths of a request are checked against the bytes left before kio's reader, which
  * preallocates arrays by their declared length (KAFKA-14063). codec compiles each request class
  * into `spec` once; tests/unit/protocol/test_codec_bounds.py compares both walks on generated and
  * damaged requests of every API and version served. Change both together.
  *
  * spec of a struct: (flexible, (field, ...), {tag: field})
- * field: (0, size)                   fixed-size value
- *        (1, nullable, wide)         string (wide 0: int16 length) or bytes/records (wide 1: int32)
- *        (2, nullable, struct spec)  a nested struct (nullable: an int8 marker first, -1 null, 1 present)
- *        (3, nullable, item field)   an array
+ * field: (0, size, ...)                   fixed-size value
+ *        (1, nullable, wide, ...)         string (wide 0: int16 length) or bytes/records (wide 1: int32)
+ *        (2, nullable, struct spec, ...)  a nested struct (nullable: an int8 marker first, -1 null, 1 present)
+ *        (3, nullable, item field, ...)   an array
+ * (codec's spec ends each field with its name, for the Python walk's messages; not read here)
  */
 #define WALK_BAD -1
 #define WALK_UNKNOWN_TAG -2

@@ -169,45 +169,6 @@ def _nullable(annotation: Any) -> bool:
     return get_origin(annotation) in (UnionType, Union) and NoneType in get_args(annotation)
 
 
-def _value_walker(kafka_type: str | None, entity: type[Any] | None, flexible: bool, name: str,
-                  nullable: bool) -> Any:
-    if entity is not None:
-        walk = _bounds_checker(entity)
-        if not nullable:
-            return walk
-
-        def nullable_struct(buf: bytes, pos: int, out: bytearray | None = None) -> int:
-            # A nullable struct (DescribeTopicPartitions' cursor) is an int8 marker first: -1 null, 1 present.
-            end = _skip(buf, pos, 1)
-            marker = buf[pos]
-            if marker not in (0x01, 0xFF):
-                raise FramingError(f"nullable field {name} has marker {marker}")
-            if out is not None:
-                out += buf[pos:end]
-            return end if marker == 0xFF else walk(buf, end, out)
-
-        return nullable_struct
-    assert kafka_type is not None
-    size = _FIXED_SIZE.get(kafka_type)
-    wide = kafka_type in ("bytes", "records")
-    if size is None and kafka_type not in ("string", "bytes", "records"):
-        raise TypeError(f"unknown kafka_type {kafka_type}")
-
-    def value(buf: bytes, pos: int, out: bytearray | None = None) -> int:
-        if size is not None:
-            end = _skip(buf, pos, size)
-        else:
-            n, start = _length(buf, pos, flexible, wide)
-            if n == -1 and not nullable:  # Kafka's generated readers refuse it the same way
-                raise FramingError(f"non-nullable field {name} was serialized as null")
-            end = _skip(buf, start, n)
-        if out is not None:
-            out += buf[pos:end]
-        return end
-
-    return value
-
-
 class _Shape(NamedTuple):
     """What the walks need to know of one field of a request schema."""
 
@@ -233,19 +194,106 @@ def _shape(f: Any) -> _Shape:
     return _Shape(f.metadata.get("kafka_type"), entity, is_array, nullable, element_nullable)
 
 
-def _field_walker(f: Any, flexible: bool) -> Any:
-    shape = _shape(f)
-    entity, is_array, nullable = shape.entity, shape.is_array, shape.nullable
-    item = _value_walker(shape.kafka_type, entity, flexible, f.name, shape.element_nullable)
-    if not is_array:
-        return item
+# One compile step serves both walks: each request class becomes a spec of nested tuples, which
+# the C walk (_walk.bounds_walk, issue 17: ~0.3 us where the Python walk took 4.6 us for a small
+# Produce) reads, and which _field_walker below turns into the Python reference walk. The Python
+# walk names faults (the C walk only says there is one), copies requests without unknown tagged
+# fields, and runs alone where no compiler was present at install time.
+#   struct: (flexible, (field, ...), {tag: field})
+#   field:  (0, size, name)               a fixed-size value
+#           (1, nullable, wide, name)     string (int16 length) or bytes/records (wide: int32)
+#           (2, nullable, struct, name)   a nested struct (nullable: an int8 marker first)
+#           (3, nullable, item, name)     an array of item fields
+# The C walk reads the leading items by position; the trailing name is for the Python walk's errors.
+try:
+    from minikafka.protocol._walk import bounds_walk as _bounds_walk_c
+except ImportError:  # no compiler at install time: the Python walk alone
+    _bounds_walk_c = None
+
+
+def _value_spec(kafka_type: str | None, entity: type[Any] | None, nullable: bool, name: str) -> tuple[Any, ...]:
+    if entity is not None:
+        return (2, nullable, _bounds_spec(entity), name)
+    assert kafka_type is not None
+    size = _FIXED_SIZE.get(kafka_type)
+    if size is not None:
+        return (0, size, name)
+    if kafka_type not in ("string", "bytes", "records"):
+        raise TypeError(f"unknown kafka_type {kafka_type}")
+    return (1, nullable, kafka_type in ("bytes", "records"), name)
+
+
+@functools.cache
+def _bounds_spec(cls: type[Any]) -> tuple[Any, ...]:
+    import dataclasses
+
+    flexible = bool(cls.__flexible__)
+    inline = []
+    tagged: dict[int, tuple[Any, ...]] = {}
+    for f in dataclasses.fields(cls):
+        shape = _shape(f)
+        item = _value_spec(shape.kafka_type, shape.entity, shape.element_nullable, f.name)
+        spec = (3, shape.nullable, item, f.name) if shape.is_array else item
+        tag = f.metadata.get("tag")
+        if tag is not None and flexible:
+            tagged[int(tag)] = spec
+        else:
+            inline.append(spec)
+    return (flexible, tuple(inline), tagged)
+
+
+def _field_walker(field: tuple[Any, ...], flexible: bool) -> Any:
+    """The Python walk of one field spec: (buf, pos, out=None) -> end position."""
+    kind, name = field[0], field[-1]
+    if kind == 0:
+        size = field[1]
+
+        def fixed(buf: bytes, pos: int, out: bytearray | None = None) -> int:
+            end = _skip(buf, pos, size)
+            if out is not None:
+                out += buf[pos:end]
+            return end
+
+        return fixed
+    nullable = field[1]
+    if kind == 1:
+        wide = field[2]
+
+        def value(buf: bytes, pos: int, out: bytearray | None = None) -> int:
+            n, start = _length(buf, pos, flexible, wide)
+            if n == -1 and not nullable:  # Kafka's generated readers refuse it the same way
+                raise FramingError(f"non-nullable field {name} was serialized as null")
+            end = _skip(buf, start, n)
+            if out is not None:
+                out += buf[pos:end]
+            return end
+
+        return value
+    if kind == 2:
+        walk = _struct_walker(field[2])
+        if not nullable:
+            return walk
+
+        def nullable_struct(buf: bytes, pos: int, out: bytearray | None = None) -> int:
+            # A nullable struct (DescribeTopicPartitions' cursor) is an int8 marker first: -1 null, 1 present.
+            end = _skip(buf, pos, 1)
+            marker = buf[pos]
+            if marker not in (0x01, 0xFF):
+                raise FramingError(f"nullable field {name} has marker {marker}")
+            if out is not None:
+                out += buf[pos:end]
+            return end if marker == 0xFF else walk(buf, end, out)
+
+        return nullable_struct
+    assert kind == 3, field
+    item = _field_walker(field[2], flexible)
 
     def array(buf: bytes, pos: int, out: bytearray | None = None) -> int:
         n, start = _length(buf, pos, flexible, True)
         if n < -1 or n > len(buf) - start:
             raise FramingError(f"array of {n} elements with {len(buf) - start} bytes left")
         if n == -1 and not nullable:
-            raise FramingError(f"non-nullable field {f.name} was serialized as null")
+            raise FramingError(f"non-nullable field {name} was serialized as null")
         if out is not None:
             out += buf[pos:start]
         pos = start
@@ -256,20 +304,10 @@ def _field_walker(f: Any, flexible: bool) -> Any:
     return array
 
 
-@functools.cache
-def _bounds_checker(cls: type[Any]) -> Any:
-    """A function (frame, pos) -> end position that raises FramingError on an impossible length."""
-    import dataclasses
-
-    flexible = bool(cls.__flexible__)
-    inline = []
-    tagged: dict[int, Any] = {}
-    for f in dataclasses.fields(cls):
-        tag = f.metadata.get("tag")
-        if tag is not None and flexible:
-            tagged[int(tag)] = _field_walker(f, flexible)
-        else:
-            inline.append(_field_walker(f, flexible))
+def _struct_walker(spec: tuple[Any, ...]) -> Any:
+    flexible, fields, tagged_specs = spec
+    inline = [_field_walker(field, flexible) for field in fields]
+    tagged = {tag: _field_walker(field, flexible) for tag, field in tagged_specs.items()}
 
     def walk(buf: bytes, pos: int, out: bytearray | None = None) -> int:
         for w in inline:
@@ -303,45 +341,11 @@ def _bounds_checker(cls: type[Any]) -> Any:
     return walk
 
 
-# The compiled twin of the checking walk (_walk.bounds_walk): each request class as a spec of
-# nested tuples the C walk reads (its comment gives the format). A request's lengths are checked
-# there in about 0.3 us where the Python walk took 4.6 us for a small Produce (issue 17); on any
-# fault the Python walk runs again to name it.
-try:
-    from minikafka.protocol._walk import bounds_walk as _bounds_walk_c
-except ImportError:  # no compiler at install time: the Python walk alone
-    _bounds_walk_c = None
-
-
-def _value_spec(kafka_type: str | None, entity: type[Any] | None, nullable: bool) -> tuple[Any, ...]:
-    if entity is not None:
-        return (2, nullable, _bounds_spec(entity))
-    assert kafka_type is not None
-    size = _FIXED_SIZE.get(kafka_type)
-    if size is not None:
-        return (0, size)
-    if kafka_type not in ("string", "bytes", "records"):
-        raise TypeError(f"unknown kafka_type {kafka_type}")
-    return (1, nullable, kafka_type in ("bytes", "records"))
-
-
 @functools.cache
-def _bounds_spec(cls: type[Any]) -> tuple[Any, ...]:
-    import dataclasses
-
-    flexible = bool(cls.__flexible__)
-    inline = []
-    tagged: dict[int, tuple[Any, ...]] = {}
-    for f in dataclasses.fields(cls):
-        shape = _shape(f)
-        item = _value_spec(shape.kafka_type, shape.entity, shape.element_nullable)
-        spec = (3, shape.nullable, item) if shape.is_array else item
-        tag = f.metadata.get("tag")
-        if tag is not None and flexible:
-            tagged[int(tag)] = spec
-        else:
-            inline.append(spec)
-    return (flexible, tuple(inline), tagged)
+def _bounds_checker(cls: type[Any]) -> Any:
+    """A function (frame, pos, out=None) -> end position that raises FramingError on an
+    impossible length: the Python walk of _bounds_spec(cls)."""
+    return _struct_walker(_bounds_spec(cls))
 
 
 def _check_bounds(cls: type[Any], frame: bytes, pos: int) -> None:
