@@ -180,7 +180,7 @@ class Broker:
             monitor = InvariantMonitor(on_violation=_log_violation)
             self.services.invariants = monitor
             self.services.marker_listeners.append(
-                lambda tp, pid, commit: monitor.marker(tp, pid, commit, self.logs.logs[tp].log_end_offset - 1))
+                lambda tp, pid, commit: monitor.marker(tp, pid, commit, self.logs.get(tp).log_end_offset - 1))
         if with_authorizer:
             settings = AuthorizerSettings.parse(config.ignored.get("super.users"),
                                                 config.ignored.get("allow.everyone.if.no.acl.found"))

@@ -87,7 +87,7 @@ class InternalTopicLog:
         if self._before_append is not None:
             self._before_append()
         self.ensure_created(now_ms)
-        plog = self._logs.logs[TopicPartition(self.topic, partition)]
+        plog = self._logs.get(TopicPartition(self.topic, partition))
         batch = records.build_batch(list(recs), timestamp_ms=now_ms, producer_id=producer_id,
                                     producer_epoch=producer_epoch, transactional=producer_id >= 0,
                                     base_sequence=self._base_sequence)
@@ -95,7 +95,7 @@ class InternalTopicLog:
 
     def needs_compaction(self, partition: int) -> bool:
         # A rolled log whose oldest segment lies wholly below the LSO (nothing open in it).
-        plog = self._logs.logs.get(TopicPartition(self.topic, partition))
+        plog = self._logs.opened(TopicPartition(self.topic, partition))  # one not opened is empty
         return (plog is not None and len(plog.segments) > 1
                 and plog.segments[0].next_offset <= plog.last_stable_offset)
 
@@ -104,7 +104,7 @@ class InternalTopicLog:
         # Kafka cleans a compacted topic record by record; one node bounds its internal topics the
         # coordinator's way instead: the live state is written again after a roll, and the old
         # segments go, but never past the first offset of an open transaction (the LSO).
-        plog = self._logs.logs[TopicPartition(self.topic, partition)]
+        plog = self._logs.get(TopicPartition(self.topic, partition))
         plog.roll(now_ms, reason="compaction")
         base = plog.log_end_offset
         for chunk in _chunks(recs):
@@ -127,8 +127,8 @@ class InternalTopicLog:
         if info is None:
             return
         for p in range(info.partitions):
-            plog = self._logs.logs.get(TopicPartition(self.topic, p))
-            if plog is None:
+            plog = self._logs.opened(TopicPartition(self.topic, p))
+            if plog is None:  # a new partition not opened yet: empty
                 continue
             offset = plog.log_start_offset
             end = plog.log_end_offset

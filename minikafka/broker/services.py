@@ -32,6 +32,7 @@ from minikafka.topic_config import topic_defaults
 
 if TYPE_CHECKING:
     from minikafka.broker.share_partitions import SharePartitionManager
+    from minikafka.storage.partition_log import PartitionLog
 
 
 @dataclass
@@ -61,6 +62,9 @@ class BrokerServices:
     meters: Meters = field(default_factory=Meters)  # counters the hot paths add to (observe/meters.py)
     # Called after each transaction marker is written: (partition, producer id, committed).
     marker_listeners: list[Callable[[TopicPartition, int, bool], None]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.logs.on_log_opened = self._watch
 
     @property
     def node_id(self) -> int:
@@ -127,11 +131,16 @@ class BrokerServices:
         return info
 
     def watch_new_partitions(self, topic: str) -> None:
-        """Wire appends of a topic's partitions to the fetch purgatory and the meters."""
+        """Wire appends of a topic's open partitions to the fetch purgatory and the meters (a new
+        topic's partitions opened later are wired by LogManager.on_log_opened)."""
         info = self.logs.topics[topic]
         for p in range(info.partitions):
-            plog = self.logs.logs[(topic, p)]  # type: ignore[index]
-            plog.on_append = _on_append(self.purgatory, self.meters, plog.tp)
+            plog = self.logs.opened(TopicPartition(topic, p))
+            if plog is not None:
+                self._watch(plog)
+
+    def _watch(self, plog: PartitionLog) -> None:
+        plog.on_append = _on_append(self.purgatory, self.meters, plog.tp)
 
 
 def _on_append(purgatory: FetchPurgatory, meters: Meters, tp: TopicPartition) -> Callable[[int, int], None]:

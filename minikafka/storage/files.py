@@ -171,6 +171,17 @@ def write_leader_epoch_checkpoint(partition_dir: Path, entries: list[tuple[int, 
     atomic_write(partition_dir / LEADER_EPOCH_CHECKPOINT, ("\n".join(lines) + "\n").encode(), fsync=False)
 
 
+def make_partition_files(partition_dir: Path, topic_id: uuid.UUID) -> None:
+    """A new partition's directory as Kafka leaves it: partition.metadata, leader-epoch-checkpoint
+    (epoch 0 from offset 0), and the first segment's empty .log, .index and .timeindex. Nothing is
+    fsynced: the caller makes the partition.metadata files and directories durable (fsync_all)."""
+    partition_dir.mkdir(parents=True, exist_ok=True)
+    write_partition_metadata(partition_dir, topic_id, fsync=False)
+    write_leader_epoch_checkpoint(partition_dir, [(0, 0)])
+    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        os.close(os.open(partition_dir / segment_name(0, suffix), os.O_WRONLY | os.O_CREAT, 0o644))
+
+
 def write_meta_properties(log_dir: Path, *, node_id: int, cluster_id: str, directory_id: str) -> None:
     text = (
         "#\n#Written by minikafka\n"

@@ -28,7 +28,8 @@ class DescribeLogDirsHandler:
         logs = self.svc.logs
         wanted: list[TopicPartition]
         if req.topics is None:
-            wanted = sorted((pl.tp for pl in logs), key=lambda tp: (tp.topic, tp.partition))
+            # every partition of every topic: one not opened yet is opened (made) by get()
+            wanted = [TopicPartition(name, p) for name in sorted(logs.topics) for p in range(logs.topics[name].partitions)]
         else:
             wanted = [TopicPartition(t.topic, p) for t in req.topics for p in t.partitions]
         by_topic: dict[str, list[Any]] = {}

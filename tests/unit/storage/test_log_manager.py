@@ -39,6 +39,7 @@ def produce(lm: LogManager, topic: str, partition: int, n: int = 1, *, ts: int =
 
 def crash(lm: LogManager) -> None:
     """Close file descriptors only: no flush, checkpoint or marker (kill -9)."""
+    lm.maker.close()  # the process's threads die with it (here: after the partition being made)
     lm.open_files.close_all()  # every segment and index descriptor: nothing is written
     lm.lock.release()  # the process is gone, and its flock with it
 
@@ -46,6 +47,7 @@ def crash(lm: LogManager) -> None:
 def test_create_topic_writes_partition_metadata(tmp_path):
     lm = manager(tmp_path)
     info = lm.create_topic("orders", 3, {}, now_ms=T0)
+    lm.maker.wait_idle()  # made off the caller's thread (PartitionMaker)
     for p in range(3):
         d = tmp_path / f"orders-{p}"
         assert d.is_dir()
@@ -282,6 +284,7 @@ def test_create_topics_answers_each_topic_of_a_batch(tmp_path):
     again = manager(tmp_path)
     assert {n: again.topics[n].topic_id for n in ("a", "c")} == ids
     assert again.topics["a"].partitions == 3 and again.topic_config("c")["cleanup.policy"] == "compact"
+    again.maker.wait_idle()  # start-up makes what the crash left unmade (PartitionMaker)
     assert all(files.read_partition_metadata(tmp_path / f"a-{p}") == ids["a"] for p in range(3))
     again.shutdown()
 
@@ -299,16 +302,17 @@ def test_create_topics_validate_only_makes_nothing(tmp_path):
 def test_create_topics_disk_error_fails_the_batch_and_leaves_nothing(tmp_path, monkeypatch):
     lm = manager(tmp_path)
 
-    def full_disk(paths):
+    def full_disk(path, data, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(files, "fsync_all", full_disk)
+    monkeypatch.setattr(files, "atomic_write", full_disk)  # the topics file cannot be written
     answers = lm.create_topics([NewTopic("d1", 2, {}), NewTopic("bad name", 1, {}), NewTopic("d2", 1, {})],
                                now_ms=T0)
     assert [a.error_code for a in answers] == [ErrorCode.kafka_storage_error, ErrorCode.invalid_topic_exception,
                                                ErrorCode.kafka_storage_error]
     assert "No space left" in str(answers[0])
-    assert not lm.topics and not lm.logs
+    lm.maker.wait_idle()
+    assert not lm.topics and not lm.logs and not lm.maker.pending
     assert not [n for n in os.listdir(tmp_path) if n.startswith("d")]
     monkeypatch.undo()
     lm.shutdown()
@@ -317,10 +321,106 @@ def test_create_topics_disk_error_fails_the_batch_and_leaves_nothing(tmp_path, m
     again.shutdown()
 
 
+class GatedMaker:
+    """files.make_partition_files held at a gate in the PartitionMaker's thread (not in the
+    caller's): what the broker does between its CreateTopics answer and the partitions' files."""
+
+    def __init__(self, monkeypatch) -> None:
+        import threading
+
+        self.gate = threading.Event()
+        self.abandon = False
+        self.made: list[str] = []
+        real = files.make_partition_files
+
+        def make(path, topic_id):
+            if threading.current_thread().name.startswith("partition-maker"):
+                self.gate.wait(30)
+                if self.abandon:
+                    raise OSError(5, "the process is gone")
+            real(path, topic_id)
+            self.made.append(path.name)
+
+        monkeypatch.setattr(files, "make_partition_files", make)
+
+
+def test_new_partitions_are_made_after_the_answer_and_on_first_use(tmp_path, monkeypatch):
+    lm = manager(tmp_path)
+    gated = GatedMaker(monkeypatch)
+    lm.create_topic("orders", 3, {}, now_ms=T0)
+    assert lm.topics["orders"].partitions == 3
+    assert not (tmp_path / "orders-2").exists()  # not made before the answer
+    assert json.loads((tmp_path / "minikafka-topics.json").read_text())  # but named, durably
+    assert produce(lm, "orders", 2, 3) == 0  # first use makes and opens it here
+    assert (tmp_path / "orders-2" / "partition.metadata").exists()
+    assert TopicPartition("orders", 0) not in lm.logs
+    gated.gate.set()
+    lm.maker.wait_idle()
+    assert sorted(gated.made) == ["orders-0", "orders-1", "orders-2"]  # none made twice
+    assert sorted(tp.partition for tp in lm.maker.made()) == [0, 1]
+    assert sorted(pl.tp.partition for pl in lm) == [0, 1, 2]  # iteration opens the made ones
+    assert lm.get(TopicPartition("orders", 2)).log_end_offset == 3
+    lm.shutdown()
+    again = manager(tmp_path)
+    assert again.get(TopicPartition("orders", 2)).log_end_offset == 3
+    again.shutdown()
+
+
+def test_delete_topic_cancels_partitions_not_made(tmp_path, monkeypatch):
+    lm = manager(tmp_path)
+    gated = GatedMaker(monkeypatch)
+    lm.create_topic("first", 1, {}, now_ms=T0)  # the thread waits at the gate making first-0
+    lm.create_topic("gone", 3, {}, now_ms=T0)  # queued behind it
+    produce(lm, "gone", 1, 1)  # made and opened here
+    lm.delete_topic("gone")
+    gated.gate.set()
+    lm.maker.wait_idle()
+    assert gated.made == ["gone-1", "first-0"]
+    assert not [n for n in os.listdir(tmp_path) if n.startswith("gone")]
+    assert list(lm.maker.pending) == [TopicPartition("first", 0)] and "gone" not in lm.topics
+    lm.shutdown()
+
+
+def test_crash_before_partitions_are_made_start_up_makes_them(tmp_path, monkeypatch):
+    lm = manager(tmp_path)
+    gated = GatedMaker(monkeypatch)
+    info = lm.create_topic("early", 4, {}, now_ms=T0)
+    gated.abandon = True  # the thread makes nothing from here: as if the process died at once
+    gated.gate.set()
+    crash(lm)  # kill -9 after the answer, before the thread made anything
+    assert not [n for n in os.listdir(tmp_path) if n.startswith("early")]
+    monkeypatch.undo()
+    again = manager(tmp_path)
+    again.maker.wait_idle()
+    for p in range(4):
+        assert files.read_partition_metadata(tmp_path / f"early-{p}") == info.topic_id
+    assert produce(again, "early", 3, 2) == 0
+    again.shutdown()
+
+
+def test_partition_files_the_disk_refuses_fail_its_use_until_it_heals(tmp_path, monkeypatch):
+    lm = manager(tmp_path)
+    real = files.make_partition_files
+
+    def refused(path, topic_id):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files, "make_partition_files", refused)
+    lm.create_topic("later", 1, {}, now_ms=T0)  # answered: the topics file was written
+    lm.maker.wait_idle()
+    with pytest.raises(OSError, match="No space left"):
+        lm.get(TopicPartition("later", 0))
+    monkeypatch.setattr(files, "make_partition_files", real)
+    assert produce(lm, "later", 0, 2) == 0
+    lm.shutdown()
+
+
 def test_create_partitions_adds_directories(tmp_path):
     lm = manager(tmp_path)
     info = lm.create_topic("grow", 1, {}, now_ms=T0)
     lm.create_partitions("grow", 3, now_ms=T0)
+    assert produce(lm, "grow", 2, 1) == 0
+    lm.maker.wait_idle()
     for p in range(3):
         assert files.read_partition_metadata(tmp_path / f"grow-{p}") == info.topic_id
     lm.shutdown()
