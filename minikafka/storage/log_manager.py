@@ -419,9 +419,9 @@ class LogManager:
         return self.logs.get(tp)
 
     def __iter__(self) -> Iterator[PartitionLog]:
-        """Every partition whose files exist: a new one not made yet holds no data."""
-        for tp in self.maker.made():
-            self._open_pending(tp)
+        """Every open partition. A new one not opened yet holds no data, so the periodic tasks
+        that iterate (the cleaner, expiry, metrics) have nothing to do there; opening thousands of
+        them at once here held the event loop for seconds (Metadata p99 30 ms at 10,000)."""
         return iter(list(self.logs.values()))
 
     # ------------------------------------------------------------------------------ periodic

@@ -11,7 +11,8 @@ A partition asked for before the thread reached it is made at once by the caller
 under the partition's own lock, so one partition is never made twice; deleting a topic cancels
 what is not made yet. A stop or a crash before a partition is made leaves it named in the topics
 file, and start-up makes it (LogManager.startup). Only files are made here: the PartitionLog is
-opened on the event loop, when the partition is first used (LogManager.get).
+opened on the event loop when the partition is first used (LogManager.get), not before: opening
+thousands at once would hold the loop for seconds, and an unused new partition holds nothing.
 """
 
 from __future__ import annotations
@@ -93,10 +94,6 @@ class PartitionMaker:
                 e.made = True
         del self.pending[tp]
         return e
-
-    def made(self) -> list[TopicPartition]:
-        """The pending partitions whose files are made (made_now then returns without waiting)."""
-        return [tp for tp, e in self.pending.items() if e.made]
 
     def cancel(self, tp: TopicPartition) -> bool:
         """Forget a pending partition (its topic is deleted): True when its files were made."""

@@ -357,8 +357,8 @@ def test_new_partitions_are_made_after_the_answer_and_on_first_use(tmp_path, mon
     gated.gate.set()
     lm.maker.wait_idle()
     assert sorted(gated.made) == ["orders-0", "orders-1", "orders-2"]  # none made twice
-    assert sorted(tp.partition for tp in lm.maker.made()) == [0, 1]
-    assert sorted(pl.tp.partition for pl in lm) == [0, 1, 2]  # iteration opens the made ones
+    assert sorted(tp.partition for tp in lm.maker.pending) == [0, 1]  # made, opened on first use
+    assert [pl.tp.partition for pl in lm] == [2]  # iteration: the open ones only
     assert lm.get(TopicPartition("orders", 2)).log_end_offset == 3
     lm.shutdown()
     again = manager(tmp_path)
