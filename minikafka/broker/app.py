@@ -141,7 +141,7 @@ class Broker:
                                        purgatory=self.purgatory,
                                        producer_ids=ProducerIdAllocator(FileProducerIdBlockStore(config.data_dir)),
                                        faults=self.faults)
-        self.groups = build_group_coordinator(config, self.logs, on_created=self.services.watch_new_partitions)
+        self.groups = build_group_coordinator(config, self.logs)
         self.services.groups = self.groups
         self.services.group_configs = DynamicConfigStore(config.data_dir / GROUP_CONFIGS_FILE)
         self.services.features = load_features(config, DynamicConfigStore(config.data_dir / FEATURES_FILE))
@@ -163,7 +163,7 @@ class Broker:
             self.logs, TXN_TOPIC, partitions=int(config["transaction.state.log.num.partitions"]),
             configs={"cleanup.policy": "compact", "compression.type": "uncompressed",
                      **segment_size_config(int(config["transaction.state.log.segment.bytes"]))},
-            on_created=self.services.watch_new_partitions, before_append=self.faults.check_txn_log_append)
+            before_append=self.faults.check_txn_log_append)
         self.txn = TransactionCoordinator(
             self.txn_topic, LocalMarkerWriter(self.services), new_producer_id=self.services.producer_ids.generate,
             max_timeout_ms=int(config["transaction.max.timeout.ms"]),
@@ -217,8 +217,6 @@ class Broker:
         self.cleaner.load()
         self.groups.complete_offsets_topic(self.clock.now_ms())
         self.txn_topic.complete_rebuilt(self.clock.now_ms())
-        for topic in list(self.logs.topics):
-            self.services.watch_new_partitions(topic)
         self.groups.share.share_state.complete_topic(self.clock.now_ms())
         self.groups.load(self.clock.now_ms())
         self.groups.share.share_state.load()

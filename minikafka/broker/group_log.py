@@ -11,7 +11,7 @@ before the client is answered.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 from minikafka.broker.internal_topic import InternalTopicLog
 from minikafka.config import BrokerConfig
@@ -30,13 +30,12 @@ from minikafka.storage.log_manager import LogManager
 from minikafka.topic_config import segment_size_config
 
 
-def build_group_coordinator(config: BrokerConfig, logs: LogManager,
-                            on_created: Callable[[str], None] | None = None) -> GroupCoordinator:
+def build_group_coordinator(config: BrokerConfig, logs: LogManager) -> GroupCoordinator:
     """The group coordinator over `__consumer_offsets`, configured from the broker's properties."""
     records_log = InternalTopicLog(logs, OFFSETS_TOPIC, partitions=int(config["offsets.topic.num.partitions"]),
                                    configs={"cleanup.policy": "compact", "compression.type": "producer",
                                             **segment_size_config(int(config["offsets.topic.segment.bytes"]))},
-                                   on_created=on_created, base_sequence=0)
+                                   base_sequence=0)
     group_config = GroupConfig(
         min_session_timeout_ms=int(config["group.min.session.timeout.ms"]),
         max_session_timeout_ms=int(config["group.max.session.timeout.ms"]),
@@ -72,7 +71,7 @@ def build_group_coordinator(config: BrokerConfig, logs: LogManager,
                                  partitions=int(config["share.coordinator.state.topic.num.partitions"]),
                                  configs={"cleanup.policy": "compact", "compression.type": "uncompressed",
                                           **segment_size_config(int(config["share.coordinator.state.topic.segment.bytes"]))},
-                                 on_created=on_created, base_sequence=0)
+                                 base_sequence=0)
     share_state = ShareCoordinator(share_log, snapshot_every=int(
         config["share.coordinator.snapshot.update.records.per.snapshot"]))
     topics = TopicsView(logs)

@@ -42,7 +42,6 @@ def _chunks(recs: Sequence[tuple[bytes, bytes | None]]) -> Iterator[list[tuple[b
 
 class InternalTopicLog:
     def __init__(self, logs: LogManager, topic: str, *, partitions: int, configs: Mapping[str, str],
-                 on_created: Callable[[str], None] | None = None,
                  before_append: Callable[[], None] | None = None, base_sequence: int = -1) -> None:
         """`base_sequence`: what the batches' headers carry (Kafka 4.x's group coordinator runtime
         writes 0 to __consumer_offsets; its transaction coordinator -1, no sequence)."""
@@ -51,7 +50,6 @@ class InternalTopicLog:
         self.topic = topic
         self._partitions = partitions
         self._configs = dict(configs)
-        self._on_created = on_created
         self._before_append = before_append  # test hook (fault injection), None in production
 
     @property
@@ -70,8 +68,6 @@ class InternalTopicLog:
             if exc.error_code is ErrorCode.kafka_storage_error:
                 raise KafkaStorageError(str(exc)) from None
             return
-        if self._on_created is not None:
-            self._on_created(self.topic)
 
     def complete_rebuilt(self, now_ms: int) -> None:
         """At startup: a topic rebuilt from its directories (its creation was cut short by a crash

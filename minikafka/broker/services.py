@@ -124,22 +124,13 @@ class BrokerServices:
             return self.logs.topics.get(name)
 
     def create_topic(self, name: str, partitions: int, configs: Mapping[str, str | None]) -> TopicInfo:
-        """A topic the broker creates itself (auto-creation, a streams group's internal topics),
-        its partitions wired to the fetch purgatory. Raises TopicError or OSError."""
-        info = self.logs.create_topic(name, partitions, configs, now_ms=self.clock.now_ms())
-        self.watch_new_partitions(name)
-        return info
-
-    def watch_new_partitions(self, topic: str) -> None:
-        """Wire appends of a topic's open partitions to the fetch purgatory and the meters (a new
-        topic's partitions opened later are wired by LogManager.on_log_opened)."""
-        info = self.logs.topics[topic]
-        for p in range(info.partitions):
-            plog = self.logs.opened(TopicPartition(topic, p))
-            if plog is not None:
-                self._watch(plog)
+        """A topic the broker creates itself (auto-creation, a streams group's internal topics).
+        Raises TopicError or OSError."""
+        return self.logs.create_topic(name, partitions, configs, now_ms=self.clock.now_ms())
 
     def _watch(self, plog: PartitionLog) -> None:
+        """Wire a partition's appends to the fetch purgatory and the meters: every partition log,
+        as LogManager opens it (on_log_opened)."""
         plog.on_append = _on_append(self.purgatory, self.meters, plog.tp)
 
 

@@ -37,7 +37,5 @@ class CreatePartitionsHandler:
                 results.append(messages.CreatePartitionsTopicResult(name=t.name, error_code=exc.error_code,
                                                            error_message=str(exc)))
                 continue
-            if not req.validate_only:
-                self.svc.watch_new_partitions(t.name)
             results.append(messages.CreatePartitionsTopicResult(name=t.name, error_code=ErrorCode.none))
         return messages.CreatePartitionsResponse(throttle_time=quota.throttle_time(), results=tuple(results))

@@ -104,8 +104,6 @@ class CreateTopicsHandler:
         """A created (or, validate_only, described) topic's answer, with its configs, or its error."""
         if isinstance(info, TopicError):
             return _err(t.name, info.error_code, str(info))
-        if not validate_only:
-            self.svc.watch_new_partitions(t.name)
         configs = tuple(
             messages.CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only,
                                   config_source=e.config_source, is_sensitive=False)
