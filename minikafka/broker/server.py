@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 
 import structlog
 
+from minikafka.broker import send_thread
 from minikafka.broker.connection import Connection
 from minikafka.broker.dispatch import HandlerRegistry
 from minikafka.broker.fault_door import FaultDoor
@@ -50,8 +51,11 @@ class KafkaServer:
         self.closed_listeners: list[Callable[[int], None]] = []
         self._servers: list[asyncio.base_events.Server] = []
         self._sweeper: asyncio.Task[None] | None = None
+        self._sender: send_thread.SendThread | None = None  # answers to plaintext connections
 
     async def start(self) -> None:
+        if send_thread.available():
+            self._sender = send_thread.SendThread(asyncio.get_running_loop())
         bound = []
         for index, sec in enumerate(self.listeners):
             lst = sec.listener
@@ -100,6 +104,8 @@ class KafkaServer:
             log.warning("tls_principal_unmapped", listener=sec.listener.name, peer=f"{ip}", reason=str(exc))
             writer.close()
             return
+        if self._sender is not None:
+            writer = self._sender.outlet(writer)  # type: ignore[assignment]  # a StreamWriter's stand-in
         conn = Connection(reader, writer, self.registry, max_frame_size=self.max_frame_size,
                           now_ms=self._now_ms, monotonic_ms=self._monotonic_ms, memory=self.memory,
                           throttler=self.throttler, faults=self.faults, session=session, meters=self.meters)
@@ -158,3 +164,5 @@ class KafkaServer:
                 t.cancel()
         for server in self._servers:
             await server.wait_closed()
+        if self._sender is not None:
+            await self._sender.close(grace_s)

@@ -1,0 +1,664 @@
+/* The send thread: answers leave the broker from a thread of their own, outside the GIL.
+ *
+ * Why: with many connections each sending small requests, the event loop's one thread spent
+ * ~29 % of its time in the socket send (perf: the loopback send runs the receiver's whole TCP
+ * path and wakes the client's thread, all in the sender's system call). Kafka's network threads
+ * do their sends beside the request handlers; this thread does the same for minikafka: the loop
+ * hands an answer over (one copy, one lock) and goes on with the next request.
+ *
+ * The contract, per connection (attached by its socket's fd; the thread sends on a duplicate):
+ * - bytes handed over are sent in the order handed over, completely, or not at all once the
+ *   socket fails (the error is kept, and every later `send` is dropped);
+ * - `detach(key)` returns only when this thread no longer touches the socket (dropping what was
+ *   not sent) and has closed its duplicate;
+ * - `watch(fd)` asks for the fd to appear in `drained()` once nothing of it is pending (or it
+ *   failed); the `wakeup_fd` (an eventfd) becomes readable then, for the event loop to watch.
+ *
+ * The thread sleeps in epoll_wait on an eventfd (new work) and on the sockets whose buffer was
+ * full (EPOLLOUT, one shot). The Python reference (broker/send_thread.py's inline path, the
+ * event loop's own transport) does the same job on the loop's thread.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_IOV 64
+#define MAX_EVENTS 64
+
+typedef struct chunk {
+    struct chunk *next;
+    size_t len, off;
+    char data[];
+} chunk;
+
+typedef struct conn {
+    int fd;
+    chunk *head, *tail;
+    size_t pending;     /* bytes handed over and not yet sent */
+    int err;            /* errno of the failed send, 0 while healthy */
+    int in_ready;       /* on the ready list */
+    int armed;          /* registered for EPOLLOUT (its buffer was full) */
+    int registered;     /* ever added to the epoll set (MOD rather than ADD) */
+    int watched;        /* report in drained() when pending reaches 0 */
+    struct conn *next_ready;
+} conn;
+
+typedef struct {
+    PyObject_HEAD
+    pthread_mutex_t lock;
+    pthread_cond_t idle_cond;  /* signalled when the thread leaves a send (detach waits on it) */
+    pthread_t thread;
+    int thread_started;
+    int stop;
+    int epfd;
+    int work_fd;    /* eventfd: the loop has handed over work */
+    int wakeup_fd;  /* eventfd: some watched connection drained */
+    int sleeping;   /* the thread is (about to be) in epoll_wait */
+    int busy_fd;    /* the fd the thread is sending on right now, -1 if none */
+    conn **conns;   /* indexed by fd */
+    int n_conns;
+    conn *ready_head, *ready_tail;
+    int *drained;   /* fds to report */
+    int n_drained, cap_drained;
+    unsigned long long sends, wakeups, inline_sends;
+    long long inline_gap_ns;  /* a send this long after the previous one goes out inline */
+    long long last_send_ns;
+} SendThread;
+
+static long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void free_chunks(conn *c)
+{
+    chunk *ch = c->head;
+    while (ch) {
+        chunk *next = ch->next;
+        free(ch);
+        ch = next;
+    }
+    c->head = c->tail = NULL;
+    c->pending = 0;
+}
+
+static void push_ready(SendThread *st, conn *c)
+{
+    if (c->in_ready)
+        return;
+    c->in_ready = 1;
+    c->next_ready = NULL;
+    if (st->ready_tail)
+        st->ready_tail->next_ready = c;
+    else
+        st->ready_head = c;
+    st->ready_tail = c;
+}
+
+static void remove_ready(SendThread *st, conn *c)
+{
+    if (!c->in_ready)
+        return;
+    conn *prev = NULL, *it = st->ready_head;
+    while (it && it != c) {
+        prev = it;
+        it = it->next_ready;
+    }
+    if (it) {
+        if (prev)
+            prev->next_ready = it->next_ready;
+        else
+            st->ready_head = it->next_ready;
+        if (st->ready_tail == it)
+            st->ready_tail = prev;
+    }
+    c->in_ready = 0;
+    c->next_ready = NULL;
+}
+
+static void poke(int fd)
+{
+    uint64_t one = 1;
+    ssize_t rc;
+    do {
+        rc = write(fd, &one, sizeof one);
+    } while (rc < 0 && errno == EINTR);
+}
+
+/* Called with the lock held: the connection has nothing pending (or failed). */
+static void maybe_report(SendThread *st, conn *c)
+{
+    if (!c->watched || (c->pending > 0 && c->err == 0))
+        return;
+    c->watched = 0;
+    if (st->n_drained == st->cap_drained) {
+        int cap = st->cap_drained ? st->cap_drained * 2 : 64;
+        int *grown = realloc(st->drained, (size_t)cap * sizeof(int));
+        if (!grown)
+            return; /* out of memory: the waiter's own timeout covers it */
+        st->drained = grown;
+        st->cap_drained = cap;
+    }
+    int was_empty = st->n_drained == 0;
+    st->drained[st->n_drained++] = c->fd;
+    if (was_empty)
+        poke(st->wakeup_fd);
+}
+
+/* Called with the lock held; drops it around the system call. */
+static void send_some(SendThread *st, conn *c)
+{
+    struct iovec iov[MAX_IOV];
+    int n = 0;
+    for (chunk *ch = c->head; ch && n < MAX_IOV; ch = ch->next, n++) {
+        iov[n].iov_base = ch->data + ch->off;
+        iov[n].iov_len = ch->len - ch->off;
+    }
+    int fd = c->fd;
+    st->busy_fd = fd;
+    pthread_mutex_unlock(&st->lock);
+    struct msghdr msg;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = iov;
+    msg.msg_iovlen = (size_t)n;
+    ssize_t sent = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    int e = sent < 0 ? errno : 0;
+    pthread_mutex_lock(&st->lock);
+    st->busy_fd = -1;
+    st->sends++;
+    pthread_cond_broadcast(&st->idle_cond);
+    /* The chunks sent from are still this connection's: detach waits for busy_fd to clear. */
+    if (sent > 0) {
+        size_t left = (size_t)sent;
+        c->pending -= left;
+        while (left > 0 && c->head) {
+            chunk *ch = c->head;
+            size_t avail = ch->len - ch->off;
+            if (left >= avail) {
+                left -= avail;
+                c->head = ch->next;
+                free(ch);
+            } else {
+                ch->off += left;
+                left = 0;
+            }
+        }
+        if (!c->head)
+            c->tail = NULL;
+    } else if (e == EAGAIN || e == EWOULDBLOCK) {
+        struct epoll_event ev;
+        ev.events = EPOLLOUT | EPOLLONESHOT;
+        ev.data.fd = fd;
+        int rc = epoll_ctl(st->epfd, c->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev);
+        if (rc < 0 && errno == ENOENT)
+            rc = epoll_ctl(st->epfd, EPOLL_CTL_ADD, fd, &ev);
+        if (rc < 0 && errno == EEXIST)
+            rc = epoll_ctl(st->epfd, EPOLL_CTL_MOD, fd, &ev);
+        if (rc == 0) {
+            c->registered = 1;
+            c->armed = 1;
+            return;
+        }
+        e = errno;
+    } else if (e == EINTR) {
+        e = 0;
+    }
+    if (e != 0 && e != EINTR && e != EAGAIN && e != EWOULDBLOCK) {
+        c->err = e;
+        free_chunks(c);
+    }
+    if (c->pending > 0 && c->err == 0 && !c->armed)
+        push_ready(st, c);
+    else
+        maybe_report(st, c);
+}
+
+static void *thread_main(void *arg)
+{
+    SendThread *st = (SendThread *)arg;
+    struct epoll_event events[MAX_EVENTS];
+    pthread_mutex_lock(&st->lock);
+    while (!st->stop) {
+        while (st->ready_head && !st->stop) {
+            conn *c = st->ready_head;
+            st->ready_head = c->next_ready;
+            if (!st->ready_head)
+                st->ready_tail = NULL;
+            c->in_ready = 0;
+            c->next_ready = NULL;
+            if (c->pending == 0 || c->err != 0 || c->armed) {
+                maybe_report(st, c);
+                continue;
+            }
+            send_some(st, c);
+        }
+        if (st->stop)
+            break;
+        st->sleeping = 1;
+        pthread_mutex_unlock(&st->lock);
+        int n = epoll_wait(st->epfd, events, MAX_EVENTS, -1);
+        pthread_mutex_lock(&st->lock);
+        st->sleeping = 0;
+        for (int i = 0; i < n; i++) {
+            int fd = events[i].data.fd;
+            if (fd == st->work_fd) {
+                uint64_t v;
+                ssize_t rc = read(st->work_fd, &v, sizeof v);
+                (void)rc;
+                continue;
+            }
+            /* A stale event for a detached fd finds no connection (or a new one): harmless. */
+            if (fd >= 0 && fd < st->n_conns && st->conns[fd]) {
+                conn *c = st->conns[fd];
+                c->armed = 0;
+                if (c->pending > 0 && c->err == 0)
+                    push_ready(st, c);
+            }
+        }
+    }
+    pthread_mutex_unlock(&st->lock);
+    return NULL;
+}
+
+static conn *lookup(SendThread *st, int fd)
+{
+    return (fd >= 0 && fd < st->n_conns) ? st->conns[fd] : NULL;
+}
+
+/* attach(fd) -> key: this thread sends on its own duplicate of the socket (the key), so a socket
+ * the event loop closes early (a reset seen by the reader) stays this socket until detach, and
+ * its number cannot be reused meanwhile by a new connection. */
+static PyObject *st_attach(SendThread *st, PyObject *arg)
+{
+    int original = PyLong_AsLong(arg);
+    if (original == -1 && PyErr_Occurred())
+        return NULL;
+    if (original < 0) {
+        PyErr_SetString(PyExc_ValueError, "negative fd");
+        return NULL;
+    }
+    conn *c = calloc(1, sizeof(conn));
+    if (!c)
+        return PyErr_NoMemory();
+    int fd = fcntl(original, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) {
+        free(c);
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    c->fd = fd;
+    pthread_mutex_lock(&st->lock);
+    if (fd >= st->n_conns) {
+        int n = st->n_conns ? st->n_conns : 256;
+        while (n <= fd)
+            n *= 2;
+        conn **grown = realloc(st->conns, (size_t)n * sizeof(conn *));
+        if (!grown) {
+            pthread_mutex_unlock(&st->lock);
+            close(fd);
+            free(c);
+            return PyErr_NoMemory();
+        }
+        memset(grown + st->n_conns, 0, (size_t)(n - st->n_conns) * sizeof(conn *));
+        st->conns = grown;
+        st->n_conns = n;
+    }
+    st->conns[fd] = c; /* a fresh duplicate: no other connection can hold this number */
+    pthread_mutex_unlock(&st->lock);
+    return PyLong_FromLong(fd);
+}
+
+/* The inline path: when the loop is not busy (the previous answer left more than inline_gap_ns
+ * ago) and nothing of this connection is queued, the loop's thread sends the answer itself, as
+ * its transport would: at one connection a hand-over would only add the thread's wake-up to
+ * every round trip. Returns how many bytes went out, or -errno. Called with the lock not held;
+ * only the event loop's thread calls send(), so nothing is queued behind this one meanwhile. */
+static ssize_t send_inline(int fd, const char *buf, size_t len)
+{
+    ssize_t sent;
+    do {
+        sent = send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    } while (sent < 0 && errno == EINTR);
+    if (sent < 0)
+        return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -(ssize_t)errno;
+    return sent;
+}
+
+/* send(fd, data) -> bytes pending for fd after this, or -errno once the socket failed.
+ * Only the event loop's thread calls it. */
+static PyObject *st_send(SendThread *st, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "send(fd, data)");
+        return NULL;
+    }
+    int fd = PyLong_AsLong(args[0]);
+    if (fd == -1 && PyErr_Occurred())
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const char *buf = (const char *)view.buf;
+    size_t len = (size_t)view.len;
+    long long now = now_ns();
+    int quiet = now - st->last_send_ns > st->inline_gap_ns;
+    st->last_send_ns = now;
+    if (quiet && len > 0) {
+        pthread_mutex_lock(&st->lock);
+        conn *c = lookup(st, fd);
+        int direct = c && c->pending == 0 && c->err == 0 && !c->armed;
+        pthread_mutex_unlock(&st->lock);
+        if (direct) {
+            ssize_t sent = send_inline(fd, buf, len);
+            if (sent < 0) {
+                pthread_mutex_lock(&st->lock);
+                c->err = (int)-sent;
+                pthread_mutex_unlock(&st->lock);
+                PyBuffer_Release(&view);
+                return PyLong_FromLongLong((long long)sent);
+            }
+            st->inline_sends++;
+            buf += sent;
+            len -= (size_t)sent;
+        }
+    }
+    chunk *ch = NULL;
+    if (len > 0) {
+        ch = malloc(sizeof(chunk) + len);
+        if (!ch) {
+            PyBuffer_Release(&view);
+            return PyErr_NoMemory();
+        }
+        ch->next = NULL;
+        ch->len = len;
+        ch->off = 0;
+        memcpy(ch->data, buf, len);
+    }
+    PyBuffer_Release(&view);
+    long long result;
+    int wake = 0;
+    pthread_mutex_lock(&st->lock);
+    conn *c = lookup(st, fd);
+    if (!c) {
+        pthread_mutex_unlock(&st->lock);
+        free(ch);
+        PyErr_Format(PyExc_ValueError, "fd %d is not attached", fd);
+        return NULL;
+    }
+    if (c->err) {
+        free(ch);
+        result = -(long long)c->err;
+    } else {
+        if (ch) {
+            if (c->tail)
+                c->tail->next = ch;
+            else
+                c->head = ch;
+            c->tail = ch;
+            c->pending += ch->len;
+            if (!c->armed && st->busy_fd != fd) {
+                push_ready(st, c);
+                wake = st->sleeping;
+                st->sleeping = 0; /* one poke per sleep is enough */
+            }
+        }
+        result = (long long)c->pending;
+    }
+    pthread_mutex_unlock(&st->lock);
+    if (wake) {
+        st->wakeups++;
+        poke(st->work_fd);
+    }
+    return PyLong_FromLongLong(result);
+}
+
+/* pending(fd) -> bytes not yet sent, or -errno once the socket failed. */
+static PyObject *st_pending(SendThread *st, PyObject *arg)
+{
+    int fd = PyLong_AsLong(arg);
+    if (fd == -1 && PyErr_Occurred())
+        return NULL;
+    pthread_mutex_lock(&st->lock);
+    conn *c = lookup(st, fd);
+    long long result = !c ? 0 : c->err ? -(long long)c->err : (long long)c->pending;
+    pthread_mutex_unlock(&st->lock);
+    return PyLong_FromLongLong(result);
+}
+
+/* watch(fd) -> True when fd is drained already (nothing pending, or failed); otherwise fd will
+ * be listed by drained() once it is. */
+static PyObject *st_watch(SendThread *st, PyObject *arg)
+{
+    int fd = PyLong_AsLong(arg);
+    if (fd == -1 && PyErr_Occurred())
+        return NULL;
+    pthread_mutex_lock(&st->lock);
+    conn *c = lookup(st, fd);
+    int done = !c || c->pending == 0 || c->err != 0;
+    if (!done)
+        c->watched = 1;
+    pthread_mutex_unlock(&st->lock);
+    return PyBool_FromLong(done);
+}
+
+/* drained() -> the fds that drained (or failed) since the last call; clears the wakeup_fd. */
+static PyObject *st_drained(SendThread *st, PyObject *Py_UNUSED(ignored))
+{
+    uint64_t v;
+    ssize_t rc = read(st->wakeup_fd, &v, sizeof v);
+    (void)rc;
+    pthread_mutex_lock(&st->lock);
+    PyObject *out = PyList_New(st->n_drained);
+    if (out) {
+        for (int i = 0; i < st->n_drained; i++) {
+            PyObject *n = PyLong_FromLong(st->drained[i]);
+            if (!n) {
+                Py_CLEAR(out);
+                break;
+            }
+            PyList_SET_ITEM(out, i, n);
+        }
+        if (out)
+            st->n_drained = 0;
+    }
+    pthread_mutex_unlock(&st->lock);
+    return out;
+}
+
+/* detach(key) -> bytes dropped unsent. Closes the duplicate: after it returns this thread no
+ * longer touches the socket. */
+static PyObject *st_detach(SendThread *st, PyObject *arg)
+{
+    int fd = PyLong_AsLong(arg);
+    if (fd == -1 && PyErr_Occurred())
+        return NULL;
+    long long dropped = 0;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&st->lock);
+    while (st->busy_fd == fd)
+        pthread_cond_wait(&st->idle_cond, &st->lock);
+    conn *c = lookup(st, fd);
+    if (c) {
+        st->conns[fd] = NULL;
+        remove_ready(st, c);
+        if (c->registered)
+            epoll_ctl(st->epfd, EPOLL_CTL_DEL, fd, NULL);
+        dropped = (long long)c->pending;
+        free_chunks(c);
+        free(c);
+        close(fd);
+        for (int i = 0; i < st->n_drained; i++) {
+            if (st->drained[i] == fd) {
+                st->drained[i] = st->drained[--st->n_drained];
+                i--;
+            }
+        }
+    }
+    pthread_mutex_unlock(&st->lock);
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLongLong(dropped);
+}
+
+static void stop_thread(SendThread *st)
+{
+    if (!st->thread_started)
+        return;
+    pthread_mutex_lock(&st->lock);
+    st->stop = 1;
+    pthread_mutex_unlock(&st->lock);
+    poke(st->work_fd);
+    Py_BEGIN_ALLOW_THREADS
+    pthread_join(st->thread, NULL);
+    Py_END_ALLOW_THREADS
+    st->thread_started = 0;
+}
+
+static PyObject *st_close(SendThread *st, PyObject *Py_UNUSED(ignored))
+{
+    stop_thread(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *st_stats(SendThread *st, PyObject *Py_UNUSED(ignored))
+{
+    pthread_mutex_lock(&st->lock);
+    unsigned long long sends = st->sends, wakeups = st->wakeups;
+    int attached = 0;
+    for (int i = 0; i < st->n_conns; i++)
+        attached += st->conns[i] != NULL;
+    pthread_mutex_unlock(&st->lock);
+    return Py_BuildValue("{sKsKsKsi}", "sends", sends, "wakeups", wakeups, "inline_sends", st->inline_sends,
+                         "attached", attached);
+}
+
+/* SendThread(inline_gap_us=100): answers closer together than that are handed to the thread. */
+static PyObject *st_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"inline_gap_us", NULL};
+    long long gap_us = 100;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|L:SendThread", kwlist, &gap_us))
+        return NULL;
+    SendThread *st = (SendThread *)type->tp_alloc(type, 0);
+    if (!st)
+        return NULL;
+    st->inline_gap_ns = gap_us < 0 ? -1 : gap_us * 1000;
+    st->epfd = st->work_fd = st->wakeup_fd = -1;
+    st->busy_fd = -1;
+    pthread_mutex_init(&st->lock, NULL);
+    pthread_cond_init(&st->idle_cond, NULL);
+    st->epfd = epoll_create1(EPOLL_CLOEXEC);
+    st->work_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    st->wakeup_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (st->epfd < 0 || st->work_fd < 0 || st->wakeup_fd < 0) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        Py_DECREF(st);
+        return NULL;
+    }
+    struct epoll_event ev;
+    ev.events = EPOLLIN;
+    ev.data.fd = st->work_fd;
+    if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, st->work_fd, &ev) < 0) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        Py_DECREF(st);
+        return NULL;
+    }
+    int rc = pthread_create(&st->thread, NULL, thread_main, st);
+    if (rc != 0) {
+        errno = rc;
+        PyErr_SetFromErrno(PyExc_OSError);
+        Py_DECREF(st);
+        return NULL;
+    }
+    st->thread_started = 1;
+    return (PyObject *)st;
+}
+
+static void st_dealloc(SendThread *st)
+{
+    stop_thread(st);
+    for (int i = 0; i < st->n_conns; i++) {
+        if (st->conns[i]) {
+            free_chunks(st->conns[i]);
+            free(st->conns[i]);
+            close(i); /* the duplicate of a connection never detached */
+        }
+    }
+    free(st->conns);
+    free(st->drained);
+    if (st->epfd >= 0)
+        close(st->epfd);
+    if (st->work_fd >= 0)
+        close(st->work_fd);
+    if (st->wakeup_fd >= 0)
+        close(st->wakeup_fd);
+    pthread_mutex_destroy(&st->lock);
+    pthread_cond_destroy(&st->idle_cond);
+    Py_TYPE(st)->tp_free((PyObject *)st);
+}
+
+static PyObject *st_wakeup_fd(SendThread *st, void *Py_UNUSED(closure))
+{
+    return PyLong_FromLong(st->wakeup_fd);
+}
+
+static PyMethodDef st_methods[] = {
+    {"attach", (PyCFunction)st_attach, METH_O, "attach(fd) -> key: take answers for this socket"},
+    {"send", (PyCFunction)(void (*)(void))st_send, METH_FASTCALL,
+     "send(fd, data) -> bytes pending for fd (the data is copied), or -errno once the socket failed"},
+    {"pending", (PyCFunction)st_pending, METH_O, "pending(fd) -> bytes not sent yet, or -errno"},
+    {"watch", (PyCFunction)st_watch, METH_O, "watch(fd) -> True if drained now, else listed by drained() later"},
+    {"drained", (PyCFunction)st_drained, METH_NOARGS, "drained() -> fds drained (or failed) since the last call"},
+    {"detach", (PyCFunction)st_detach, METH_O, "detach(key) -> bytes dropped; the duplicate is closed"},
+    {"close", (PyCFunction)st_close, METH_NOARGS, "stop the thread (pending data is dropped)"},
+    {"stats", (PyCFunction)st_stats, METH_NOARGS, "counters: sends, wakeups, attached"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef st_getset[] = {
+    {"wakeup_fd", (getter)st_wakeup_fd, NULL, "eventfd readable when drained() has fds", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject SendThreadType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "minikafka.broker._send.SendThread",
+    .tp_basicsize = sizeof(SendThread),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One thread that sends the answers handed over to it, in order per socket.",
+    .tp_new = st_new,
+    .tp_dealloc = (destructor)st_dealloc,
+    .tp_methods = st_methods,
+    .tp_getset = st_getset,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_send", "The broker's send thread (see broker/send_thread.py).", -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit__send(void)
+{
+    if (PyType_Ready(&SendThreadType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m)
+        return NULL;
+    Py_INCREF(&SendThreadType);
+    if (PyModule_AddObject(m, "SendThread", (PyObject *)&SendThreadType) < 0) {
+        Py_DECREF(&SendThreadType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,166 @@
+"""The send thread (broker/_send.c, broker/send_thread.py) over socket pairs, no broker.
+
+Each test runs the thread path (answers handed over, `inline_gap_us` huge) and the inline path
+(every answer sent by the caller first, `inline_gap_us=-1`); both must deliver the same bytes in the
+same order. A reader that stops reading fills the socket's buffer, which drives the thread through
+EAGAIN and its EPOLLOUT wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import select
+import socket
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+send_mod = pytest.importorskip("minikafka.broker._send", reason="the compiled send thread is not built")
+from minikafka.broker import send_thread  # noqa: E402
+
+pytestmark = pytest.mark.unit
+
+PATHS = {"thread": 10**9, "inline": -1}
+
+
+class Pair:
+    """A send thread and a socket pair: the thread sends on `a` (attached as `key`), the test
+    reads `b`."""
+
+    def __init__(self, inline_gap_us: int) -> None:
+        self.st = send_mod.SendThread(inline_gap_us=inline_gap_us)
+        self.a, self.b = socket.socketpair()
+        self.a.setblocking(False)
+        self.key = self.st.attach(self.a.fileno())
+
+    def read(self, n: int) -> bytearray:
+        out = bytearray()
+        while len(out) < n:
+            chunk = self.b.recv(1 << 20)
+            if not chunk:
+                break
+            out += chunk
+        return out
+
+    def wait_drained(self, timeout: float = 10.0) -> list[int]:
+        """Block on the eventfd the event loop would watch, then collect drained()."""
+        readable, _, _ = select.select([self.st.wakeup_fd], [], [], timeout)
+        assert readable, "the send thread never reported the connection drained"
+        return self.st.drained()
+
+    def close(self) -> None:
+        self.st.close()
+        self.a.close()
+        self.b.close()
+
+
+@pytest.fixture(params=list(PATHS))
+def pair(request: pytest.FixtureRequest) -> Iterator[Pair]:
+    p = Pair(PATHS[request.param])
+    yield p
+    p.close()
+
+
+def test_answers_arrive_whole_and_in_order_past_a_full_socket_buffer(pair: Pair) -> None:
+    assert pair.key != pair.a.fileno()  # the thread sends on its own duplicate
+    messages = [bytes([i % 251]) * (1 + (i * 7919) % 300_000) for i in range(60)]  # ~9 MB
+    for m in messages:
+        assert pair.st.send(pair.key, m) >= 0  # nobody reads yet: the buffer fills, nothing fails
+    assert pair.st.pending(pair.key) > 0
+    expected = b"".join(messages)
+    got: list[bytearray] = []
+    reader = threading.Thread(target=lambda: got.append(pair.read(len(expected))))
+    reader.start()
+    reader.join(30)
+    assert not reader.is_alive()
+    assert got[0] == expected
+    assert pair.st.pending(pair.key) == 0
+    assert pair.st.detach(pair.key) == 0
+
+
+def test_watch_reports_a_connection_once_it_drained(pair: Pair) -> None:
+    assert pair.st.watch(pair.key)  # nothing pending: drained already
+    pair.st.send(pair.key, b"x" * 8_000_000)
+    assert not pair.st.watch(pair.key)
+    assert pair.st.drained() == []
+    assert len(pair.read(8_000_000)) == 8_000_000
+    assert pair.wait_drained() == [pair.key]
+
+
+def test_a_failed_socket_reports_its_error_and_drops_the_rest(pair: Pair) -> None:
+    pair.b.close()  # the peer is gone
+    results = [pair.st.send(pair.key, b"y" * 100_000) for _ in range(50)]
+    if min(results) >= 0 and not pair.st.watch(pair.key):  # queued: the thread's send fails (EPIPE)
+        assert pair.wait_drained() == [pair.key]
+    assert pair.st.pending(pair.key) < 0
+    assert pair.st.send(pair.key, b"more") < 0  # every later answer is dropped, as by a closed transport
+    assert pair.st.watch(pair.key)  # a failed connection counts as drained (nobody waits forever)
+
+
+def test_detach_drops_what_was_not_sent_and_closes_the_duplicate() -> None:
+    pair = Pair(inline_gap_us=10**9)
+    try:
+        pair.st.send(pair.key, b"z" * 20_000_000)  # far more than the socket holds
+        dropped = pair.st.detach(pair.key)
+        assert 0 < dropped < 20_000_000
+        with pytest.raises(OSError):
+            os.fstat(pair.key)  # the duplicate is closed
+        with pytest.raises(ValueError):
+            pair.st.send(pair.key, b"late")
+        assert pair.st.stats()["attached"] == 0
+        pair.a.close()  # the last descriptor: the peer sees the end after the bytes that were sent
+        assert len(pair.read(20_000_000)) == 20_000_000 - dropped
+    finally:
+        pair.close()
+
+
+async def test_outlet_drain_waits_for_the_thread_and_close_flushes() -> None:
+    """Through asyncio streams, as the broker uses it: drain() waits while more than HIGH_WATER is
+    queued and returns once the reader took it; close() sends the rest before the socket closes."""
+    if not send_thread.available():
+        pytest.skip("MINIKAFKA_SEND_THREAD=0")
+    loop = asyncio.get_running_loop()
+    sender = send_thread.SendThread(loop)
+    first, second = b"a" * 20_000_000, b"b" * 5_000_000  # far more than both socket buffers hold
+    reading = asyncio.Event()
+    served: list[BaseException | None] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            outlet = sender.outlet(writer)
+            assert isinstance(outlet, send_thread.Outlet)
+            outlet.write(first)
+            drain = asyncio.ensure_future(outlet.drain())
+            await asyncio.sleep(0.05)
+            assert not drain.done()  # nobody reads yet: the queue stays above the mark
+            reading.set()
+            await asyncio.wait_for(drain, 10)
+            outlet.write(second)
+            outlet.close()  # must still deliver the rest before the end of stream
+            await asyncio.wait_for(outlet.wait_closed(), 10)
+            served.append(None)
+        except BaseException as exc:  # noqa: BLE001  (reported by the test below)
+            served.append(exc)
+            reading.set()
+            raise
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 20)
+    await asyncio.wait_for(reading.wait(), 10)
+    received = bytearray()
+    while True:
+        chunk = await asyncio.wait_for(reader.read(1 << 20), 10)
+        if not chunk:
+            break
+        received += chunk
+    writer.close()
+    server.close()
+    await server.wait_closed()
+    assert served == [None], served
+    assert len(received) == len(first) + len(second)
+    assert bytes(received) == first + second
+    assert sender.stats()["attached"] == 0
+    await sender.close()
