@@ -21,6 +21,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -35,6 +37,15 @@
 
 #define MAX_IOV 64
 #define MAX_EVENTS 64
+
+/* While answers keep coming, the thread naps between looks at its queue rather than sleeping until
+ * poked: at 100 busy connections 86 % of hand-overs found it asleep, and each poke (an eventfd
+ * write that wakes another CPU) cost the event loop's thread more than the hand-over itself. The
+ * nap adds at most NAP_NS to an answer under load; after NAPS_BEFORE_SLEEP naps without work it
+ * sleeps until poked again (an idle broker costs nothing). */
+#define NAP_NS 150000
+#define NAPS_BEFORE_SLEEP 50
+enum { AWAKE, NAPPING, SLEEPING };
 
 typedef struct chunk {
     struct chunk *next;
@@ -64,7 +75,7 @@ typedef struct {
     int epfd;
     int work_fd;    /* eventfd: the loop has handed over work */
     int wakeup_fd;  /* eventfd: some watched connection drained */
-    int sleeping;   /* the thread is (about to be) in epoll_wait */
+    int sleeping;   /* AWAKE, NAPPING (looks again within NAP_NS) or SLEEPING (until poked) */
     int busy_fd;    /* the fd the thread is sending on right now, -1 if none */
     conn **conns;   /* indexed by fd */
     int n_conns;
@@ -143,15 +154,15 @@ static void maybe_report(SendThread *st, conn *c)
 {
     if (!c->watched || (c->pending > 0 && c->err == 0))
         return;
-    c->watched = 0;
     if (st->n_drained == st->cap_drained) {
         int cap = st->cap_drained ? st->cap_drained * 2 : 64;
         int *grown = realloc(st->drained, (size_t)cap * sizeof(int));
         if (!grown)
-            return; /* out of memory: the waiter's own timeout covers it */
+            return; /* out of memory: still watched, reported at the next look */
         st->drained = grown;
         st->cap_drained = cap;
     }
+    c->watched = 0;
     int was_empty = st->n_drained == 0;
     st->drained[st->n_drained++] = c->fd;
     if (was_empty)
@@ -226,12 +237,31 @@ static void send_some(SendThread *st, conn *c)
         maybe_report(st, c);
 }
 
+/* epoll_wait for at most NAP_NS (epoll_pwait2, Linux 5.11), or 1 ms where that is missing. */
+static int nap(int epfd, struct epoll_event *events)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+    static int have_pwait2 = 1;
+    if (have_pwait2) {
+        struct timespec ts = {0, NAP_NS};
+        int n = epoll_pwait2(epfd, events, MAX_EVENTS, &ts, NULL);
+        if (n >= 0 || errno != ENOSYS)
+            return n;
+        have_pwait2 = 0;
+    }
+#endif
+    return epoll_wait(epfd, events, MAX_EVENTS, 1);
+}
+
 static void *thread_main(void *arg)
 {
     SendThread *st = (SendThread *)arg;
     struct epoll_event events[MAX_EVENTS];
+    int idle_naps = NAPS_BEFORE_SLEEP;
     pthread_mutex_lock(&st->lock);
     while (!st->stop) {
+        if (st->ready_head)
+            idle_naps = 0;
         while (st->ready_head && !st->stop) {
             conn *c = st->ready_head;
             st->ready_head = c->next_ready;
@@ -247,11 +277,14 @@ static void *thread_main(void *arg)
         }
         if (st->stop)
             break;
-        st->sleeping = 1;
+        int napping = idle_naps < NAPS_BEFORE_SLEEP;
+        st->sleeping = napping ? NAPPING : SLEEPING;
         pthread_mutex_unlock(&st->lock);
-        int n = epoll_wait(st->epfd, events, MAX_EVENTS, -1);
+        int n = napping ? nap(st->epfd, events) : epoll_wait(st->epfd, events, MAX_EVENTS, -1);
         pthread_mutex_lock(&st->lock);
-        st->sleeping = 0;
+        st->sleeping = AWAKE;
+        if (napping && n == 0)
+            idle_naps++;
         for (int i = 0; i < n; i++) {
             int fd = events[i].data.fd;
             if (fd == st->work_fd) {
@@ -273,6 +306,19 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* A descriptor number from Python: -1 with an exception set when it is not an int in range. */
+static int as_fd(PyObject *o)
+{
+    long v = PyLong_AsLong(o);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (v < 0 || v > INT_MAX) {
+        PyErr_Format(PyExc_ValueError, "not a descriptor: %ld", v);
+        return -1;
+    }
+    return (int)v;
+}
+
 static conn *lookup(SendThread *st, int fd)
 {
     return (fd >= 0 && fd < st->n_conns) ? st->conns[fd] : NULL;
@@ -283,13 +329,9 @@ static conn *lookup(SendThread *st, int fd)
  * its number cannot be reused meanwhile by a new connection. */
 static PyObject *st_attach(SendThread *st, PyObject *arg)
 {
-    int original = PyLong_AsLong(arg);
-    if (original == -1 && PyErr_Occurred())
+    int original = as_fd(arg);
+    if (original < 0)
         return NULL;
-    if (original < 0) {
-        PyErr_SetString(PyExc_ValueError, "negative fd");
-        return NULL;
-    }
     conn *c = calloc(1, sizeof(conn));
     if (!c)
         return PyErr_NoMemory();
@@ -344,8 +386,8 @@ static PyObject *st_send(SendThread *st, PyObject *const *args, Py_ssize_t nargs
         PyErr_SetString(PyExc_TypeError, "send(fd, data)");
         return NULL;
     }
-    int fd = PyLong_AsLong(args[0]);
-    if (fd == -1 && PyErr_Occurred())
+    int fd = as_fd(args[0]);
+    if (fd < 0)
         return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0)
@@ -355,7 +397,7 @@ static PyObject *st_send(SendThread *st, PyObject *const *args, Py_ssize_t nargs
     long long now = now_ns();
     int quiet = now - st->last_send_ns > st->inline_gap_ns;
     st->last_send_ns = now;
-    if (quiet && len > 0) {
+    if (quiet && len > 0 && !st->stop) {
         pthread_mutex_lock(&st->lock);
         conn *c = lookup(st, fd);
         int direct = c && c->pending == 0 && c->err == 0 && !c->armed;
@@ -397,9 +439,10 @@ static PyObject *st_send(SendThread *st, PyObject *const *args, Py_ssize_t nargs
         PyErr_Format(PyExc_ValueError, "fd %d is not attached", fd);
         return NULL;
     }
-    if (c->err) {
+    if (c->err || st->stop) {
+        /* A failed socket, or a thread that stopped (the broker's shutdown): dropped. */
         free(ch);
-        result = -(long long)c->err;
+        result = -(long long)(c->err ? c->err : EPIPE);
     } else {
         if (ch) {
             if (c->tail)
@@ -410,8 +453,9 @@ static PyObject *st_send(SendThread *st, PyObject *const *args, Py_ssize_t nargs
             c->pending += ch->len;
             if (!c->armed && st->busy_fd != fd) {
                 push_ready(st, c);
-                wake = st->sleeping;
-                st->sleeping = 0; /* one poke per sleep is enough */
+                wake = st->sleeping == SLEEPING; /* a napping thread looks again by itself */
+                if (wake)
+                    st->sleeping = AWAKE; /* one poke per sleep is enough */
             }
         }
         result = (long long)c->pending;
@@ -427,8 +471,8 @@ static PyObject *st_send(SendThread *st, PyObject *const *args, Py_ssize_t nargs
 /* pending(fd) -> bytes not yet sent, or -errno once the socket failed. */
 static PyObject *st_pending(SendThread *st, PyObject *arg)
 {
-    int fd = PyLong_AsLong(arg);
-    if (fd == -1 && PyErr_Occurred())
+    int fd = as_fd(arg);
+    if (fd < 0)
         return NULL;
     pthread_mutex_lock(&st->lock);
     conn *c = lookup(st, fd);
@@ -441,12 +485,12 @@ static PyObject *st_pending(SendThread *st, PyObject *arg)
  * be listed by drained() once it is. */
 static PyObject *st_watch(SendThread *st, PyObject *arg)
 {
-    int fd = PyLong_AsLong(arg);
-    if (fd == -1 && PyErr_Occurred())
+    int fd = as_fd(arg);
+    if (fd < 0)
         return NULL;
     pthread_mutex_lock(&st->lock);
     conn *c = lookup(st, fd);
-    int done = !c || c->pending == 0 || c->err != 0;
+    int done = !c || c->pending == 0 || c->err != 0 || st->stop; /* nobody reports after a stop */
     if (!done)
         c->watched = 1;
     pthread_mutex_unlock(&st->lock);
@@ -473,6 +517,8 @@ static PyObject *st_drained(SendThread *st, PyObject *Py_UNUSED(ignored))
         if (out)
             st->n_drained = 0;
     }
+    if (!out && st->n_drained > 0)
+        poke(st->wakeup_fd); /* the list stays: make sure the loop asks again */
     pthread_mutex_unlock(&st->lock);
     return out;
 }
@@ -481,8 +527,8 @@ static PyObject *st_drained(SendThread *st, PyObject *Py_UNUSED(ignored))
  * longer touches the socket. */
 static PyObject *st_detach(SendThread *st, PyObject *arg)
 {
-    int fd = PyLong_AsLong(arg);
-    if (fd == -1 && PyErr_Occurred())
+    int fd = as_fd(arg);
+    if (fd < 0)
         return NULL;
     long long dropped = 0;
     Py_BEGIN_ALLOW_THREADS
@@ -574,7 +620,12 @@ static PyObject *st_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         Py_DECREF(st);
         return NULL;
     }
+    /* The thread takes no process signals (they are the event loop's to handle). */
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
     int rc = pthread_create(&st->thread, NULL, thread_main, st);
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
     if (rc != 0) {
         errno = rc;
         PyErr_SetFromErrno(PyExc_OSError);

@@ -13,7 +13,7 @@ from typing import Any
 
 import structlog
 
-from minikafka.broker import fault_door
+from minikafka.broker import fault_door, send_thread
 from minikafka.broker.control_server import ControlServer
 from minikafka.broker.dispatch import HandlerRegistry
 from minikafka.broker.fault_door import FaultDoor
@@ -129,6 +129,8 @@ class Broker:
         fd_limit, _ = raise_fd_limit()
         open_files = default_capacity(fd_limit)
         socket_fds = max(1, fd_limit - open_files - RESERVED_FDS)
+        if send_thread.available():  # the send thread holds a duplicate of each connection's socket
+            socket_fds = max(1, socket_fds // 2)
         self.logs = LogManager(config.data_dir, node_id=config.node_id,
                                topic_defaults=topic_defaults(config),
                                topic_config_parser=parse_topic_config,

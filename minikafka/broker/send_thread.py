@@ -60,7 +60,12 @@ class SendThread:
         sock = writer.get_extra_info("socket")
         if sock is None:
             return writer
-        return Outlet(self, writer, self._c.attach(sock.fileno()))
+        try:
+            key = self._c.attach(sock.fileno())
+        except OSError as exc:  # no descriptor left for the duplicate: the transport sends
+            log.warning("send_thread_refused_connection", reason=str(exc))
+            return writer
+        return Outlet(self, writer, key)
 
     def stats(self) -> dict[str, int]:
         return self._c.stats()
@@ -106,12 +111,16 @@ class SendThread:
         if self._closers:
             await asyncio.wait(set(self._closers), timeout=grace_s)
         self._closed = True
-        self._loop.remove_reader(self._c.wakeup_fd)
-        for key in list(self._waiters):  # nobody waits for a thread that stops
-            self._wake(key)
-        if self._closers:  # woken above: they release their sockets now
-            await asyncio.wait(set(self._closers), timeout=grace_s)
+        # Stopped, the thread refuses new answers (send() returns -EPIPE, watch() True), so an
+        # outlet still open cannot queue or wait for ever.
         self._c.close()
+        self._loop.remove_reader(self._c.wakeup_fd)
+        for key in list(self._waiters):  # nobody waits for a thread that stopped
+            self._wake(key)
+        for task in list(self._closers):  # woken above, or about to find the thread stopped
+            task.cancel()
+        if self._closers:
+            await asyncio.wait(set(self._closers), timeout=grace_s)
 
 
 class Outlet:
@@ -147,10 +156,16 @@ class Outlet:
         return self._closed
 
     def close(self) -> None:
-        """Send what was written (for up to CLOSE_FLUSH_S), then close the socket."""
+        """Send what was written (for up to CLOSE_FLUSH_S), then close the socket. Reading stops
+        at once, as a StreamWriter's close stops it: no request is handled after its connection
+        was closed (its answer could not be sent)."""
         if self._closed:
             return
         self._closed = True
+        try:
+            self._writer.transport.pause_reading()
+        except (AttributeError, RuntimeError):  # closing already
+            pass
         if not self._sender._closed and self._sender._c.pending(self.key) > 0:
             self._sender.closing(self)
         else:
@@ -161,6 +176,8 @@ class Outlet:
         self._finish()
 
     async def _flush_then_close(self) -> None:
+        # Bounded, where a StreamWriter would wait for ever: a reader that takes nothing for
+        # CLOSE_FLUSH_S loses the rest (possibly mid-answer) and sees the end of the stream.
         try:
             await asyncio.wait_for(self._sender.wait_drained(self.key), CLOSE_FLUSH_S)
         except asyncio.TimeoutError:
@@ -170,8 +187,9 @@ class Outlet:
 
     async def wait_closed(self) -> None:
         if self.key >= 0:  # a flush in progress: _finish releases the key
-            self._finished = self._sender._loop.create_future()
-            await self._finished
+            if self._finished is None:
+                self._finished = self._sender._loop.create_future()
+            await asyncio.shield(self._finished)
         await self._writer.wait_closed()
 
     def _finish(self) -> None:

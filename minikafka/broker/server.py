@@ -54,8 +54,6 @@ class KafkaServer:
         self._sender: send_thread.SendThread | None = None  # answers to plaintext connections
 
     async def start(self) -> None:
-        if send_thread.available():
-            self._sender = send_thread.SendThread(asyncio.get_running_loop())
         bound = []
         for index, sec in enumerate(self.listeners):
             lst = sec.listener
@@ -70,6 +68,10 @@ class KafkaServer:
                      port=bound[-1].listener.port)
         self.listeners = tuple(bound)
         self.port = bound[0].listener.port
+        # Once every listener is bound (a busy port leaves no thread behind). A connection accepted
+        # before this line keeps its StreamWriter, which sends the same bytes.
+        if send_thread.available():
+            self._sender = send_thread.SendThread(asyncio.get_running_loop())
         if self.idle_ms >= 0:
             self._sweeper = asyncio.create_task(self._sweep_idle())
 

@@ -101,6 +101,64 @@ def _connect_probe(host: str, port: int) -> socket.socket | None:
     return s
 
 
+def _api_versions_answered(s: socket.socket) -> bool:
+    """One ApiVersions v0 round trip, read whole; False when the broker closed the connection."""
+    request = struct.pack(">hhih", 18, 0, 7, 1) + b"t"
+    try:
+        s.sendall(struct.pack(">i", len(request)) + request)
+        head = b""
+        while len(head) < 4:
+            chunk = s.recv(4 - len(head))
+            if not chunk:
+                return False
+            head += chunk
+        left = struct.unpack(">i", head)[0]
+        while left > 0:
+            chunk = s.recv(left)
+            if not chunk:
+                return False
+            left -= len(chunk)
+        return True
+    except (ConnectionResetError, BrokenPipeError):
+        return False
+
+
+def test_as_many_connections_as_accepted_and_a_full_file_cache_under_ulimit_256(tmp_path):
+    """Each connection costs two descriptors with the send thread (the loop's socket and the
+    thread's duplicate); the connection budget counts both, so connections up to the budget and
+    a segment-file cache filled by 150 partitions never run out of descriptors. Connections over
+    the budget are closed at accept, as max.connections closes them."""
+    broker = LimitedBroker(tmp_path / "data")
+    broker.nofile = 256
+    broker.start()
+    accepted: list[socket.socket] = []
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic("wide", 150, 1)])["wide"].result(60)
+        for _ in range(120):
+            s = socket.create_connection((broker.host, broker.port), timeout=10)
+            if _api_versions_answered(s):
+                accepted.append(s)
+            else:
+                s.close()
+        assert 20 <= len(accepted) < 120  # the budget was reached
+        for s in accepted[-4:]:  # room for the producer's connections
+            s.close()
+        del accepted[-4:]
+        p = Producer({"bootstrap.servers": broker.bootstrap, "acks": "1", "linger.ms": 0})
+        errors: list[str] = []
+        for i in range(150):
+            p.produce("wide", b"v%d" % i, partition=i,
+                      on_delivery=lambda err, msg: errors.append(str(err)) if err else None)
+        assert p.flush(60) == 0
+        assert errors == []
+        assert all(_api_versions_answered(s) for s in accepted)  # and every accepted one still answers
+    finally:
+        for s in accepted:
+            s.close()
+        broker.stop()
+
+
 def test_connection_limits(broker_factory):
     broker = broker_factory(overrides={"max.connections": "8", "max.connections.per.ip": "5"})
     held = [_connect_probe(broker.host, broker.port) for _ in range(5)]

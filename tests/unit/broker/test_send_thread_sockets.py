@@ -164,3 +164,80 @@ async def test_outlet_drain_waits_for_the_thread_and_close_flushes() -> None:
     assert bytes(received) == first + second
     assert sender.stats()["attached"] == 0
     await sender.close()
+
+
+def test_descriptor_numbers_out_of_range_are_refused() -> None:
+    st = send_mod.SendThread()
+    try:
+        for bad in (-1, 2**31):
+            with pytest.raises((ValueError, OverflowError)):
+                st.detach(bad)
+            with pytest.raises((ValueError, OverflowError)):
+                st.attach(bad)
+    finally:
+        st.close()
+
+
+async def _serve_one(handler) -> tuple[asyncio.AbstractServer, asyncio.StreamReader, asyncio.StreamWriter]:
+    server = await asyncio.start_server(handler, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 20)
+    return server, reader, writer
+
+
+async def test_a_closed_outlet_reads_nothing_more_while_its_answers_leave() -> None:
+    """As a StreamWriter's close: once a connection is closed, a request that arrives while its
+    last answers are still leaving is never read (its answer could not be sent)."""
+    loop = asyncio.get_running_loop()
+    sender = send_thread.SendThread(loop)
+    answer = b"a" * 20_000_000  # stays queued until the client reads
+    closed = asyncio.Event()
+    seen: list[bytes] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        outlet = sender.outlet(writer)
+        assert isinstance(outlet, send_thread.Outlet)
+        outlet.write(answer)
+        outlet.close()
+        closed.set()
+        seen.append(await asyncio.wait_for(reader.read(100), 20))  # EOF once the answer left
+
+    server, reader, writer = await _serve_one(serve)
+    await asyncio.wait_for(closed.wait(), 10)
+    writer.write(b"a request sent after the close")
+    await writer.drain()
+    try:  # the answer, then the end; or a reset, as the request was left unread at the close
+        while await asyncio.wait_for(reader.read(1 << 20), 10):
+            pass
+    except ConnectionResetError:
+        pass
+    writer.close()
+    server.close()
+    await server.wait_closed()
+    assert seen == [b""]
+    await sender.close()
+
+
+async def test_after_the_thread_stopped_an_open_outlet_drops_answers_and_never_waits() -> None:
+    loop = asyncio.get_running_loop()
+    sender = send_thread.SendThread(loop)
+    outcome: list[str] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        outlet = sender.outlet(writer)
+        await sender.close()  # the broker's shutdown, with this connection still open
+        outlet.write(b"x" * (4 * send_thread.HIGH_WATER))
+        try:
+            await asyncio.wait_for(outlet.drain(), 5)
+            outcome.append("drained")
+        except ConnectionResetError:
+            outcome.append("reset")
+        outlet.close()
+        await asyncio.wait_for(outlet.wait_closed(), 5)
+
+    server, reader, writer = await _serve_one(serve)
+    assert await asyncio.wait_for(reader.read(), 10) == b""  # nothing sent, then the end
+    writer.close()
+    server.close()
+    await server.wait_closed()
+    assert outcome == ["reset"]
