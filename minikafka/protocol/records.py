@@ -90,6 +90,12 @@ def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeade
     return BatchHeader._make(_HEADER.unpack_from(buf, pos))
 
 
+def is_transactional_at(buf: bytes | bytearray | memoryview, pos: int = 0) -> bool:
+    """The transactional bit of the batch at pos (attributes, bytes 21-22), without reading the
+    whole header: most batches are not transactional, and Produce asks for every one."""
+    return bool(buf[pos + 22] & TRANSACTIONAL_FLAG)
+
+
 def peek_size(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     """(base_offset, total batch size) from the first 12 bytes at pos."""
     base, length = _LENGTH_AT.unpack_from(buf, pos)

@@ -367,7 +367,9 @@ class PartitionLog:
             log.info("storage_recovered", topic=self.tp.topic, partition=self.tp.partition)
             self.storage_error = None
         completed: list[CompletedTxn] = []
-        for pos, _ in batches:
+        for pos, before in batches:
+            if before.producer_id < 0:  # the producer id is not among the fields just rewritten
+                continue
             h = records.read_header(payload, pos)
             if h.producer_id >= 0:
                 done = self._fold_producer_batch(h, lambda pos=pos, n=h.size: bytes(payload[pos:pos + n]),

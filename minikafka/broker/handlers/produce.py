@@ -19,7 +19,7 @@ from minikafka.broker.services import BrokerServices
 from minikafka.control.invariants import InvariantMonitor
 from minikafka.protocol import messages
 from minikafka.protocol.errors import CorruptRecord, ErrorCode, InvalidRecord, RecordError
-from minikafka.protocol.records import HEADER_SIZE, read_header, split_batches
+from minikafka.protocol.records import HEADER_SIZE, is_transactional_at, read_header, split_batches
 from minikafka.protocol.types import ZERO_MS, TopicPartition
 from minikafka.storage.errors import KafkaStorageError, MessageTooLarge, StorageError
 
@@ -115,8 +115,8 @@ class ProduceHandler:
     def _verify_transactional(self, tp: TopicPartition, data: bytes, transactional_id: str | None) -> ErrorCode:
         """KIP-890 part 1: a transactional batch is appended only to a partition of the producer's
         ongoing transaction, so a late write cannot open a transaction nobody will end."""
-        if len(data) < HEADER_SIZE:
-            return ErrorCode.none  # the append reports the malformed batch
+        if len(data) < HEADER_SIZE or not is_transactional_at(data):
+            return ErrorCode.none  # not transactional (or malformed: the append reports it)
         h = read_header(data)
         if not h.is_transactional or h.is_control or h.producer_id < 0:
             return ErrorCode.none
