@@ -231,6 +231,10 @@ class BrokerProcess:
                     return int(line.split()[1])
         return 0
 
+    def open_fds(self) -> int:
+        """How many file descriptors the broker process holds (sockets, segment files, ...)."""
+        return len(os.listdir(f"/proc/{self.pid}/fd"))
+
 
 class ExternalBroker:
     """A broker someone else runs (KAFKA_BOOTSTRAP): the same tests, no restarts or files."""

@@ -210,24 +210,21 @@ static void send_some(SendThread *st, conn *c)
         if (!c->head)
             c->tail = NULL;
     } else if (e == EAGAIN || e == EWOULDBLOCK) {
+        /* The socket's buffer is full: wait for room (one shot). The duplicate is this
+         * connection's own, so `registered` says exactly whether the epoll set holds it. */
         struct epoll_event ev;
         ev.events = EPOLLOUT | EPOLLONESHOT;
         ev.data.fd = fd;
-        int rc = epoll_ctl(st->epfd, c->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev);
-        if (rc < 0 && errno == ENOENT)
-            rc = epoll_ctl(st->epfd, EPOLL_CTL_ADD, fd, &ev);
-        if (rc < 0 && errno == EEXIST)
-            rc = epoll_ctl(st->epfd, EPOLL_CTL_MOD, fd, &ev);
-        if (rc == 0) {
+        if (epoll_ctl(st->epfd, c->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev) == 0) {
             c->registered = 1;
             c->armed = 1;
             return;
         }
         e = errno;
     } else if (e == EINTR) {
-        e = 0;
+        e = 0; /* try again from the ready list */
     }
-    if (e != 0 && e != EINTR && e != EAGAIN && e != EWOULDBLOCK) {
+    if (e != 0) { /* the socket failed (or could not be watched): drop what is queued */
         c->err = e;
         free_chunks(c);
     }

@@ -14,8 +14,8 @@ so does every connection when the compiled module is missing, or `MINIKAFKA_SEND
 
 Guarantees, per connection: answers are sent in the order written, completely, unless the socket
 fails (then the rest is dropped, as a transport drops its buffer); `drain()` waits while more than
-`HIGH_WATER` bytes are queued; `close()` sends what was written, then closes (a bounded wait);
-`abort()` drops it.
+`HIGH_WATER` bytes are queued; `close()` stops reading, sends what was written, then closes (a
+bounded wait).
 """
 
 from __future__ import annotations
@@ -133,7 +133,6 @@ class Outlet:
         self.key = key
         self._queued = 0  # bytes pending after the last write; negative: -errno, the socket failed
         self._closed = False
-        self._finished: asyncio.Future[None] | None = None  # for wait_closed() during a flush
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         if self._closed or self._queued < 0:
@@ -171,10 +170,6 @@ class Outlet:
         else:
             self._finish()
 
-    def abort(self) -> None:
-        self._closed = True
-        self._finish()
-
     async def _flush_then_close(self) -> None:
         # Bounded, where a StreamWriter would wait for ever: a reader that takes nothing for
         # CLOSE_FLUSH_S loses the rest (possibly mid-answer) and sees the end of the stream.
@@ -185,13 +180,6 @@ class Outlet:
         finally:
             self._finish()
 
-    async def wait_closed(self) -> None:
-        if self.key >= 0:  # a flush in progress: _finish releases the key
-            if self._finished is None:
-                self._finished = self._sender._loop.create_future()
-            await asyncio.shield(self._finished)
-        await self._writer.wait_closed()
-
     def _finish(self) -> None:
         if self.key >= 0:
             dropped = self._sender._forget(self.key)
@@ -200,5 +188,3 @@ class Outlet:
             self.key = -1
         if not self._writer.is_closing():
             self._writer.close()
-        if self._finished is not None and not self._finished.done():
-            self._finished.set_result(None)

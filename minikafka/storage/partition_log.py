@@ -370,12 +370,11 @@ class PartitionLog:
         for pos, before in batches:
             if before.producer_id < 0:  # the producer id is not among the fields just rewritten
                 continue
-            h = records.read_header(payload, pos)
-            if h.producer_id >= 0:
-                done = self._fold_producer_batch(h, lambda pos=pos, n=h.size: bytes(payload[pos:pos + n]),
-                                                 self.active, True)
-                if done is not None:
-                    completed.append(done)
+            h = records.read_header(payload, pos)  # with the offsets assigned
+            done = self._fold_producer_batch(h, lambda pos=pos, n=h.size: bytes(payload[pos:pos + n]),
+                                             self.active, True)
+            if done is not None:
+                completed.append(done)
         self.completed_txns = completed
         self.unflushed_messages += count
         if self.unflushed_messages >= int(self.config["flush.messages"]):

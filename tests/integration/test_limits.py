@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import struct
 import sys
@@ -38,10 +37,6 @@ class LimitedBroker(BrokerProcess):
                     "resource.setrlimit(resource.RLIMIT_NOFILE, (n, n)); "
                     "os.execv(sys.executable, [sys.executable] + sys.argv[1:])")
         return [sys.executable, "-c", launcher] + super().command()[1:]
-
-
-def _open_fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
 
 
 def _consume_all(bootstrap: str, topic: str, partitions: int, expect: int) -> dict[int, bytes]:
@@ -71,7 +66,7 @@ def test_two_thousand_partitions_under_ulimit_1024(tmp_path):
         for i in range(n):
             p.produce("wide", b"value-%d" % i, partition=i)
         assert p.flush(120) == 0
-        assert _open_fds(broker.pid) < 1024
+        assert broker.open_fds() < 1024
         got = _consume_all(broker.bootstrap, "wide", n, n)
         assert got == {i: b"value-%d" % i for i in range(n)}
         assert broker.term() == 0
@@ -79,30 +74,24 @@ def test_two_thousand_partitions_under_ulimit_1024(tmp_path):
         assert api_versions_probe(broker.host, broker.port)
         again = _consume_all(broker.bootstrap, "wide", n, n)
         assert again == got
-        assert _open_fds(broker.pid) < 1024
+        assert broker.open_fds() < 1024
     finally:
         broker.stop()
 
 
 def _connect_probe(host: str, port: int) -> socket.socket | None:
-    """A connection that answered an ApiVersions request, or None when the broker closed it. A
-    close reaches the client as an end of stream, or as a reset when the request had arrived
-    unread before the broker closed (the kernel then answers with RST): both are a refusal."""
+    """A connection that answered an ApiVersions request, or None when the broker closed it."""
     s = socket.create_connection((host, port), timeout=10)
-    request = struct.pack(">hhih", 18, 0, 7, 1) + b"t"
-    try:
-        s.sendall(struct.pack(">i", len(request)) + request)
-        head = s.recv(4)
-    except (ConnectionResetError, BrokenPipeError):
-        head = b""
-    if len(head) < 4:
-        s.close()
-        return None
-    return s
+    if _api_versions_answered(s):
+        return s
+    s.close()
+    return None
 
 
 def _api_versions_answered(s: socket.socket) -> bool:
-    """One ApiVersions v0 round trip, read whole; False when the broker closed the connection."""
+    """One ApiVersions v0 round trip, read whole; False when the broker closed the connection. A
+    close reaches the client as an end of stream, or as a reset when the request had arrived
+    unread before the broker closed (the kernel then answers with RST): both are a refusal."""
     request = struct.pack(">hhih", 18, 0, 7, 1) + b"t"
     try:
         s.sendall(struct.pack(">i", len(request)) + request)
@@ -136,11 +125,9 @@ def test_as_many_connections_as_accepted_and_a_full_file_cache_under_ulimit_256(
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.create_topics([NewTopic("wide", 150, 1)])["wide"].result(60)
         for _ in range(120):
-            s = socket.create_connection((broker.host, broker.port), timeout=10)
-            if _api_versions_answered(s):
+            s = _connect_probe(broker.host, broker.port)
+            if s is not None:
                 accepted.append(s)
-            else:
-                s.close()
         assert 20 <= len(accepted) < 120  # the budget was reached
         for s in accepted[-4:]:  # room for the producer's connections
             s.close()

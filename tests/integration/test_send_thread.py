@@ -8,26 +8,18 @@ client sees. The second looks at the broker process's open descriptors, so it is
 
 from __future__ import annotations
 
-import os
 import socket
 import struct
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer
-from confluent_kafka.admin import AdminClient, NewTopic
 
+from clients import create_topic
 from rawclient import RawClient, fetch_v12, produce, produce_v9, valid_batch
 
 pytestmark = pytest.mark.integration
-
-
-def _create(bootstrap: str, topic: str, partitions: int = 1) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for f in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
-        f.result(30)
 
 
 def _pipeline(client: RawClient, topic: str, partition: int, n: int, out: list[str]) -> None:
@@ -65,7 +57,7 @@ def test_many_connections_pipelining_get_every_answer_in_order(kafka_broker) -> 
     bootstrap = kafka_broker.bootstrap
     topic = "send-many"
     connections, per_connection = 40, 50
-    _create(bootstrap, topic, connections)
+    create_topic(bootstrap, topic, connections)
     clients = [RawClient.connect(bootstrap, timeout=30) for _ in range(connections)]
     faults: list[str] = []
     try:
@@ -97,21 +89,17 @@ def test_many_connections_pipelining_get_every_answer_in_order(kafka_broker) -> 
         consumer.close()
 
 
-def _open_fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
-
-
 def _reset(sock: socket.socket) -> None:
     """Close with RST (SO_LINGER 0): the broker's pending answers can no longer be delivered."""
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     sock.close()
 
 
-def test_clients_that_vanish_with_answers_queued_release_their_sockets(broker_factory, tmp_path: Path) -> None:
+def test_clients_that_vanish_with_answers_queued_release_their_sockets(broker_factory) -> None:
     broker = broker_factory()
     bootstrap = broker.bootstrap
     topic = "send-vanish"
-    _create(bootstrap, topic)
+    create_topic(bootstrap, topic)
     with RawClient.connect(bootstrap, timeout=30) as c:
         for _ in range(8):  # ~1 MiB to fetch
             corr = c.send(produce_v9(topic, 0, valid_batch(100, prefix=b"x" * 1300), acks=1), 9)
@@ -121,7 +109,7 @@ def test_clients_that_vanish_with_answers_queued_release_their_sockets(broker_fa
     probe = RawClient.connect(bootstrap, timeout=30)
     corr = probe.send(fetch_v12(topic, 0, 0), 12)
     assert probe.receive(1, 12, timeout=30)[0] == corr
-    baseline = _open_fds(broker.pid)
+    baseline = broker.open_fds()
 
     # Each client asks for 30 x 1 MiB and reads none of it: far more than the socket buffers hold,
     # so answers wait in the send thread. Half reset their connection, half close it normally.
@@ -143,9 +131,9 @@ def test_clients_that_vanish_with_answers_queued_release_their_sockets(broker_fa
     # Every connection's descriptors (the event loop's and the send thread's duplicate) are
     # released: the count comes back to the baseline.
     deadline = time.monotonic() + 30
-    while _open_fds(broker.pid) > baseline and time.monotonic() < deadline:
+    while broker.open_fds() > baseline and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _open_fds(broker.pid) <= baseline
+    assert broker.open_fds() <= baseline
 
     # Nothing else was disturbed: the probe connection still gets its answers, and a client reads
     # everything.

@@ -118,7 +118,7 @@ class ProduceHandler:
         if len(data) < HEADER_SIZE or not is_transactional_at(data):
             return ErrorCode.none  # not transactional (or malformed: the append reports it)
         h = read_header(data)
-        if not h.is_transactional or h.is_control or h.producer_id < 0:
+        if h.is_control or h.producer_id < 0:
             return ErrorCode.none
         if transactional_id is None:  # Kafka (KafkaApis.handleProduceRequest): not authorized
             return ErrorCode.transactional_id_authorization_failed
