@@ -129,8 +129,9 @@ class PartitionLog:
         tail = b""
         for i, seg in enumerate(plog.segments):
             if i < recover_from:
-                seg.load()
-                continue
+                if seg.load():
+                    continue
+                recover_from = i  # not to be trusted after all: it and every later one are re-validated
             truncated = seg.recover(max_batch_size=INT32_MAX, keep_tail=salvage)
             if not salvage or not clean:
                 plog.recovered_segments += 1
@@ -152,7 +153,7 @@ class PartitionLog:
         plog._load_producer_state()
         if tail:
             plog._salvage(tail, now_ms)
-        if not clean or tail:
+        if not clean or tail or plog.recovered_segments:
             plog.flush()
         return plog
 
@@ -548,7 +549,8 @@ class PartitionLog:
 
         swap.commit(self.dir, base, delete_old, reach)
         new = self._new_segment_object(base, now_ms)
-        new.load()
+        if not new.load():
+            new.recover()
         self.segments[i : i + len(old)] = [new]
         self._bases = [s.base_offset for s in self.segments]
         return new

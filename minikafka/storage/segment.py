@@ -75,43 +75,51 @@ class LogSegment:
         return self.files.fd(self._log_key, _LOG_FLAGS)
 
     # ---------------------------------------------------------------------------------- loading
-    def load(self) -> None:
+    def load(self) -> bool:
         """Open an existing segment whose tail is trusted (clean shutdown or below recovery point).
 
-        Indexes that are missing or fail the sanity check are rebuilt by a full recovery.
+        False when it cannot be trusted after all, with nothing changed: the caller recovers it
+        (re-validates and truncates at the damage). That is so when an index is missing or fails
+        the sanity check, and when the batches after the last index entry do not end exactly at
+        the end of the file: a damaged header there would otherwise end the walk quietly, the log
+        would end before bytes it still holds (all of them, when the entry points at the damage),
+        and the next append would give out offsets that are already in the file.
         """
         if self.size == 0:
             self.index.reset()
             self.time_index.reset()
             self.txn_index.reset()
-            return
+            return True
         if not self.txn_index.load():
             log.warning("txn_index_rebuild", path=str(self.txn_index.path), reason="failed sanity check")
             self.txn_index.reset()
             self.txn_index_rebuild = True
         if not (self.index.load() and self.time_index.load() and self._index_within_log()):
             log.warning("index_rebuild", path=str(self.log_path), reason="missing or failed sanity check")
-            self.recover()
-            return
+            return False
+        start = self.index.last_position()
+        try:
+            tail = list(self.iter_headers(start, strict=True))
+        except CorruptRecord as exc:
+            log.warning("segment_tail_unreadable", path=str(self.log_path), reason=str(exc),
+                        hint="the segment is re-validated and truncated at the damage")
+            return False
         ts, off = self.time_index.last_entry
         self.max_timestamp, self.offset_of_max_timestamp = ts, off
-        start = self.index.last_position()
-        last_indexed_pos = start
         self.next_offset = self.base_offset
-        first = True
-        for pos, h in self.iter_headers(start):
-            if first and pos == 0:
+        for pos, h in tail:
+            if pos == 0:
                 self.rolling_base_ms = h.max_timestamp
-            first = False
             self.next_offset = h.next_offset
             if h.max_timestamp > self.max_timestamp:
                 self.max_timestamp, self.offset_of_max_timestamp = h.max_timestamp, h.last_offset
         # Bytes since the last index entry, as append() and recover() count them.
-        self.bytes_since_last_index_entry = self.size - last_indexed_pos if self.size else 0
-        if self.rolling_base_ms is None and self.size:
+        self.bytes_since_last_index_entry = self.size - start
+        if self.rolling_base_ms is None:
             first_header = next(self.iter_headers(0), None)
             if first_header is not None:
                 self.rolling_base_ms = first_header[1].max_timestamp
+        return True
 
     def _index_within_log(self) -> bool:
         return not self.index.positions or self.index.positions[-1] < max(self.size, 1)

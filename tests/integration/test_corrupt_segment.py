@@ -19,7 +19,7 @@ from rawclient import RawClient, high_watermark, list_offsets_v7
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
-RECORDS = 300
+RECORDS = 600  # ~14 KB: offset index entries every ~4 KB, the last of them well past DAMAGED_OFFSET
 PER_BATCH = 10
 DAMAGED_OFFSET = 150
 
@@ -48,10 +48,16 @@ def _batch_position(segment: bytes, offset: int) -> int:
     raise AssertionError(f"no batch holds offset {offset}")
 
 
-def _damage(broker, topic: str, how: str) -> int:
+def _last_index_position(broker, topic: str) -> int:
+    """The position the segment's last offset index entry points at (0 with none)."""
+    index = (broker.data_dir / f"{topic}-0" / ("0" * 20 + ".index")).read_bytes()
+    return struct.unpack_from(">ii", index, len(index) - 8)[1] if index else 0
+
+
+def _damage(broker, topic: str, how: str, offset: int = DAMAGED_OFFSET) -> int:
     path = broker.data_dir / f"{topic}-0" / ("0" * 20 + ".log")
     data = bytearray(path.read_bytes())
-    pos = _batch_position(bytes(data), DAMAGED_OFFSET)
+    pos = _batch_position(bytes(data), offset)
     if how == "flipped-byte":  # one byte of a record's value: only the CRC can tell
         data[pos + 70] ^= 0x01
     else:  # 100 garbage bytes over the batch, its header included
@@ -100,6 +106,9 @@ def test_after_a_clean_stop_a_damaged_batch_is_an_error_never_data(broker_factor
     acked = _fill(broker.bootstrap, topic)
     assert broker.term() == 0
     position = _damage(broker, topic, how)
+    # Below the last index entry, where a clean start does not look (the test after the next covers
+    # damage above it): the entries move by a batch with the sizes of the records' timestamp deltas.
+    assert position < _last_index_position(broker, topic)
     broker.start()
 
     got, errors = _consume(broker.bootstrap, topic, until_error=True)
@@ -131,3 +140,34 @@ def test_after_a_crash_recovery_truncates_at_the_damage(broker_factory) -> None:
     assert got == {o: v for o, v in acked.items() if o < DAMAGED_OFFSET}
     assert errors == []
     assert "segment_truncated" in broker.log_path.read_text()
+
+
+def test_after_a_clean_stop_damage_past_the_last_index_entry_is_truncated(broker_factory) -> None:
+    """A clean start trusts a segment but walks the batches after its last index entry to find
+    the log end; a bad header there is damage it sees, so the segment is re-validated and
+    truncated with a warning. Before, the walk ended there quietly: the log ended early while its
+    bytes stayed, and new records were given offsets the file already held."""
+    broker = broker_factory()
+    topic = f"damaged-{uuid.uuid4().hex[:6]}"
+    acked = _fill(broker.bootstrap, topic)
+    assert broker.term() == 0
+    damaged = RECORDS - 2 * PER_BATCH
+    position = _damage(broker, topic, "garbage-over-header", damaged)
+    assert position >= _last_index_position(broker, topic)
+    broker.start()
+    with RawClient.connect(broker.bootstrap) as c:
+        end = high_watermark(c, topic)
+    assert damaged - PER_BATCH < end <= damaged  # the batch holding `damaged` starts at or below it
+
+    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0, "acks": "all"})
+    new_offsets: list[int] = []
+    for i in range(3):
+        p.produce(topic, b"after-%d" % i, partition=0,
+                  on_delivery=lambda err, m: new_offsets.append(m.offset()) if err is None else None)
+    assert p.flush(30) == 0
+    assert new_offsets == [end, end + 1, end + 2]
+    got, errors = _consume(broker.bootstrap, topic, settle_s=1.5)
+    assert errors == []
+    assert got == {**{o: v for o, v in acked.items() if o < end}, end: b"after-0", end + 1: b"after-1",
+                   end + 2: b"after-2"}
+    assert "segment_tail_unreadable" in broker.log_path.read_text()  # and the operator is told

@@ -469,6 +469,44 @@ def test_corrupt_index_on_clean_open_is_rebuilt(tmp_path):
     assert idx.read_bytes() == original
 
 
+def _damaged_clean_reopen(d: Path, config: dict, which: str) -> tuple[PartitionLog, list, int]:
+    """Fill and close cleanly, write garbage over one batch's header after the active segment's
+    last index entry (`which`: the batch that entry points at, or the one after it), reopen as
+    after a clean stop: (reopened log, records before, base offset of the damaged batch)."""
+    plog, before = _fill(d, config)
+    plog.flush()
+    rp = plog.recovery_point
+    active = plog.active
+    last_indexed = active.index.last_position()
+    batches = [(pos, h.base_offset) for pos, h in active.iter_headers(last_indexed)]
+    plog.close()
+    assert len(batches) >= 2, "the test needs two batches after the last index entry"
+    pos, base = batches[0] if which == "indexed" else batches[1]
+    with open(active.log_path, "r+b") as f:
+        f.seek(pos)
+        f.write(bytes(range(100, 161)))  # a whole batch header of garbage: no magic, an absurd size
+    return open_log(d, config, clean=True, recovery_point=rp), before, base
+
+
+@pytest.mark.parametrize("which", ["indexed", "after-the-entry"])
+def test_a_damaged_header_after_the_last_index_entry_is_truncated_on_a_clean_open(tmp_path, which):
+    """A clean open trusts the segment but walks the batches after its last index entry to find
+    the log end. A bad header there used to end that walk quietly: the log ended before bytes it
+    still held (at the segment's base when the entry pointed at the damage), and the next append
+    gave out offsets the file already had. Now the segment is re-validated and truncated."""
+    d = tmp_path / "t-0"
+    again, before, damaged = _damaged_clean_reopen(d, cfg(), which)
+    assert again.recovered_segments == 1
+    assert again.log_end_offset == damaged
+    assert read_all(again) == [r for r in before if r[0] < damaged]
+    produce(again, 2, tag="after-")
+    records_now = read_all(again)
+    offsets = [r[0] for r in records_now]
+    assert offsets == list(range(damaged + 2)), "an offset given out twice, or a gap"
+    assert [r[2] for r in records_now[-2:]] == [b"after-0", b"after-1"]
+    again.close()
+
+
 def test_leftover_temporary_and_orphan_files_are_removed(tmp_path):
     d = tmp_path / "t-0"
     plog, _ = _fill(d, cfg())
