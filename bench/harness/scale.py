@@ -76,11 +76,14 @@ SCALE = {
     "group_members": [1, 10, 50, 200],
     "topics_spread": 100,                    # the partitions curve again, over this many topics
     "topics_partitions": [100, 1000, 10000],
-    # one partition grown to each size in turn (MB); 25 GB free on the 2-core VM caps it at 10 GB
-    "data_mb": [1000, 2000, 5000, 10000],
+    # one partition grown to each size in turn (MB), then the same over `data_spread` partitions;
+    # one broker's data at a time (deleted before the next), so 20 GB needs ~21 GB free
+    "data_mb": [1000, 2000, 5000, 20000],
     "data_record_size": 16384,
     "data_read_mb": 200,                     # read from the head and from the tail at each size
     "data_segment_bytes": 1_073_741_824,     # Kafka's default segment size
+    "data_spread": 100,
+    "data_spread_segment_bytes": 52_428_800,  # 200 MB per partition at 20 GB: four closed segments each
 }
 QUICK = {
     "warmup_records": 20_000,
@@ -101,6 +104,8 @@ QUICK = {
     "data_record_size": 16384,
     "data_read_mb": 20,
     "data_segment_bytes": 50_000_000,
+    "data_spread": 10,
+    "data_spread_segment_bytes": 10_000_000,
 }
 
 # the pytest smoke run (tests/integration/test_bench_smoke.py): seconds, not numbers to quote
@@ -123,6 +128,8 @@ SMOKE = {
     "data_record_size": 16384,
     "data_read_mb": 1,
     "data_segment_bytes": 1_048_576,         # Kafka's smallest
+    "data_spread": 2,                        # 2 MB each at 4 MB: a closed segment to delete
+    "data_spread_segment_bytes": 1_048_576,
 }
 PROFILES = {"scale": SCALE, "scale-quick": QUICK, "scale-smoke": SMOKE}
 
@@ -147,6 +154,13 @@ CURVES = {
     "data_tail": ("one partition of N MB: catch-up read of the newest records", "MB/s", True),
     "data_restart": ("one partition of N MB: restart after kill -9 to the readiness probe", "s", False),
     "data_retention": ("one partition of N MB: retention.bytes lowered -> old segments deleted", "s", False),
+    "data_spread_produce": ("N MB over the spread's partitions: produce throughput of each step", "MB/s", True),
+    "data_spread_head": ("N MB over the spread's partitions: catch-up read from the head", "MB/s", True),
+    "data_spread_tail": ("N MB over the spread's partitions: catch-up read of the newest records", "MB/s", True),
+    "data_spread_restart": ("N MB over the spread's partitions: restart after kill -9 to the readiness probe",
+                            "s", False),
+    "data_spread_retention": ("N MB over the spread's partitions: retention.bytes lowered -> old segments "
+                              "deleted", "s", False),
     "topics_create": ("CreateTopics: N partitions over the spread's topics", "s", False),
     "topics_metadata": ("Metadata for all topics, p99, N partitions over the spread's topics", "ms", False),
     "topics_restart": ("restart after kill -9, N partitions over the spread's topics", "s", False),
@@ -159,6 +173,7 @@ CURVE_POINTS = {"partitions_produce": "partitions", "partitions_consume": "parti
                 "txn_recovery": "txn_ids", "txn_producers": "txn_producers", "groups": "groups",
                 "group_members": "group_members", "data_produce": "data_mb", "data_head": "data_mb",
                 "data_tail": "data_mb", "data_restart": "data_mb", "data_retention": "data_mb",
+                **{f"data_spread_{m}": "data_mb" for m in ("produce", "head", "tail", "restart", "retention")},
                 "topics_create": "topics_partitions", "topics_metadata": "topics_partitions",
                 "topics_restart": "topics_partitions"}
 # --curves names -> the curves above each one measures
@@ -171,6 +186,8 @@ CURVE_GROUPS = {
     "txn_ids": ("txn_ids", "txn_recovery"),
     "txn_producers": ("txn_producers",),
     "data": ("data_produce", "data_head", "data_tail", "data_restart", "data_retention"),
+    "data_spread": ("data_spread_produce", "data_spread_head", "data_spread_tail", "data_spread_restart",
+                    "data_spread_retention"),
     "groups": ("groups",),
     "group_members": ("group_members",),
 }
@@ -263,6 +280,8 @@ class Scale:
                     self.curve_groups(name)
                 if self.wanted("data"):
                     self.curve_data(name)
+                if self.wanted("data_spread"):
+                    self.curve_data(name, spread=True)
                 if self.wanted("group_members"):
                     self.curve_group_members(name)
         finally:
@@ -411,24 +430,30 @@ class Scale:
             self.finish(b)
 
     # -- data ----------------------------------------------------------------------------------
-    def curve_data(self, name: str) -> None:
+    def curve_data(self, name: str, spread: bool = False) -> None:
         """One partition grown to each size in turn (16 KiB records, acks=all): the produce rate of
         each step, a read of `data_read_mb` from the head and from the tail, a restart after
         kill -9; at the largest size, the time retention takes to delete every closed segment
-        once retention.bytes is lowered (both brokers check retention every second here)."""
-        b = self.broker(name, "data", config={"log.retention.check.interval.ms": "1000"})
+        once retention.bytes is lowered (both brokers check retention every second here).
+        spread=True: the same over `data_spread` partitions, each record to a partition at
+        random (librdkafka's sticky partitioner, off here, can leave a partition empty at small
+        sizes), and the tail read takes its share from each partition's end."""
+        curve = "data_spread" if spread else "data"
+        partitions = int(self.p["data_spread"]) if spread else 1
+        b = self.broker(name, curve, config={"log.retention.check.interval.ms": "1000"})
         size = int(self.p["data_record_size"])
-        read = max(1, int(self.p["data_read_mb"]) * 1_000_000 // size)
+        read = max(partitions, int(self.p["data_read_mb"]) * 1_000_000 // size // partitions * partitions)
         try:
-            segment = int(self.p["data_segment_bytes"])
-            create_topics(b.bootstrap, {"data": 1}, config={"segment.bytes": str(segment)})
+            segment = int(self.p["data_spread_segment_bytes" if spread else "data_segment_bytes"])
+            create_topics(b.bootstrap, {"data": partitions}, config={"segment.bytes": str(segment)})
             have = 0
             for mb in self.p["data_mb"]:
                 step = max(1, mb * 1_000_000 // size - have)
 
                 def produce(step: int = step) -> dict[str, Any]:
                     r = run_client("produce", {"bootstrap": b.bootstrap, "topic": "data", "mode": "plain",
-                                               "records": step, "size": size, "timeout_s": 1800},
+                                               "records": step, "size": size, "timeout_s": 1800,
+                                               "conf": {"sticky.partitioning.linger.ms": 0} if spread else {}},
                                    broker=b, timeout=2000)
                     if r["acked"] != step:
                         raise RuntimeError(f"{r['acked']} of {step} acked: {r.get('first_error')}")
@@ -443,13 +468,14 @@ class Scale:
                     return {"value": r["mb_per_s"], "rss_mb": b.memory().get("vmrss_mb"),
                             "cpu_s_per_gb": r.get("broker_cpu_s_per_gb"), "client_cpu_pct": r.get("client_cpu_pct")}
 
-                self.guarded("data_produce", name, mb, produce)
+                self.guarded(f"{curve}_produce", name, mb, produce)
                 have += step
                 os.sync()  # each read and the restart start with the data written back
-                self.guarded("data_head", name, mb, lambda: consume(0))
-                self.guarded("data_tail", name, mb, lambda: consume(read))
-                self.guarded("data_restart", name, mb, lambda: restart_after_kill9(b))
-            self.guarded("data_retention", name, self.p["data_mb"][-1], lambda: retention_deletes(b, "data", size, segment))
+                self.guarded(f"{curve}_head", name, mb, lambda: consume(0))
+                self.guarded(f"{curve}_tail", name, mb, lambda: consume(read // partitions))
+                self.guarded(f"{curve}_restart", name, mb, lambda: restart_after_kill9(b))
+            self.guarded(f"{curve}_retention", name, self.p["data_mb"][-1],
+                         lambda: retention_deletes(b, "data", size, segment, partitions))
         finally:
             self.finish(b)
 
@@ -537,29 +563,34 @@ def create_partitions_in_steps(bootstrap: str, topic: str, n: int) -> None:
     wait_for_partitions(admin, {topic: n}, 600)
 
 
-def retention_deletes(b: Broker, topic: str, record_size: int, segment_bytes: int,
+def retention_deletes(b: Broker, topic: str, record_size: int, segment_bytes: int, partitions: int = 1,
                       timeout: float = 600.0) -> dict[str, Any]:
-    """Lower the topic's retention.bytes to 1 and time until its log start offset has moved to the
-    active segment (every closed segment deleted)."""
-    from confluent_kafka import TopicPartition
+    """Lower the topic's retention.bytes to 1 and time until every partition's log start offset
+    has moved to its active segment (every closed segment deleted). Partitions holding less than
+    a segment have nothing to delete and are not waited for."""
+    from confluent_kafka import Consumer, TopicPartition
     cpu0 = b.cpu_seconds()
-    t0 = time.monotonic()
-    set_topic_config(b.bootstrap, topic, "retention.bytes", "1")
-    tp = TopicPartition(topic, 0)
-    from confluent_kafka import Consumer
-
     c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "retention-probe", "log_level": 3})
     try:
-        first_start = c.get_watermark_offsets(tp, timeout=30)[0]
-        while True:
-            low, high = c.get_watermark_offsets(tp, timeout=30, cached=False)
-            # every closed segment gone: at most one segment of data is left
-            if low > first_start and (high - low) * record_size <= segment_bytes:
-                break
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        first = {tp.partition: c.get_watermark_offsets(tp, timeout=30) for tp in tps}
+        waiting = {tp.partition for tp in tps
+                   if (first[tp.partition][1] - first[tp.partition][0]) * record_size > segment_bytes}
+        if not waiting:
+            raise RuntimeError("no partition holds a closed segment: nothing for retention to delete")
+        t0 = time.monotonic()
+        set_topic_config(b.bootstrap, topic, "retention.bytes", "1")
+        while waiting:
+            for p in sorted(waiting):
+                low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=30, cached=False)
+                # every closed segment gone: at most one segment of data is left
+                if low > first[p][0] and (high - low) * record_size <= segment_bytes:
+                    waiting.discard(p)
             if time.monotonic() - t0 > timeout:
-                raise RuntimeError(f"log start offset {low} of {high} after {timeout:.0f} s")
-            time.sleep(0.05)
-        return {"value": time.monotonic() - t0, "log_start_offset": low, "high_watermark": high,
+                raise RuntimeError(f"{len(waiting)} partitions still hold closed segments after {timeout:.0f} s")
+            if waiting:
+                time.sleep(0.05)
+        return {"value": time.monotonic() - t0, "partitions": partitions,
                 "broker_cpu_s": b.cpu_seconds() - cpu0, "rss_mb": b.memory().get("vmrss_mb")}
     finally:
         c.close()
