@@ -70,6 +70,7 @@ log = structlog.get_logger("minikafka.broker")
 COMPACTION_CHECK_MS = 1000
 SHARE_LOCK_CHECK_MS = 100   # how late an expired acquisition lock may be noticed
 INVARIANT_CHECK_MS = 1000  # the invariant monitor's look for transactions that ended without a marker
+ROLL_CHECKPOINT_MS = 1000  # how soon a rolled segment's finished flush reaches the recovery-point checkpoint
 
 
 def _log_violation(v: Violation) -> None:
@@ -257,6 +258,7 @@ class Broker:
         if c["log.cleaner.enable"]:
             self._tasks.append(asyncio.create_task(self.cleaner.run()))
         self._every(int(c["log.flush.offset.checkpoint.interval.ms"]), self._checkpoint)
+        self._every(ROLL_CHECKPOINT_MS, self._checkpoint_flushed_rolls)
         if c["log.flush.interval.ms"] is not None or c["log.flush.scheduler.interval.ms"] < 2**62:
             self._every(min(int(c["log.flush.scheduler.interval.ms"]), 1000), self._flush)
         log.info("broker_started", node_id=c.node_id, port=self.server.port, data_dir=str(c.data_dir),
@@ -382,6 +384,9 @@ class Broker:
 
     def _checkpoint(self) -> None:
         self.logs.checkpoint()
+
+    def _checkpoint_flushed_rolls(self) -> None:
+        self.logs.checkpoint_flushed_rolls()
 
     def _topic_name(self, topic_id: uuid.UUID) -> str | None:
         info = self.logs.topic_by_id(topic_id)

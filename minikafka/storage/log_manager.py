@@ -28,6 +28,7 @@ from minikafka.storage.errors import StartupError
 from minikafka.storage.open_files import SHARED, OpenFiles
 from minikafka.storage.partition_log import LogDamage, PartitionLog
 from minikafka.storage.partition_maker import PartitionMaker, PendingPartition
+from minikafka.storage.segment_flusher import SegmentFlusher
 
 log = structlog.get_logger("minikafka.storage")
 
@@ -80,6 +81,7 @@ class LogManager:
         self.data_dir = data_dir
         # Every segment and index file of this directory is opened through one bounded cache.
         self.open_files = OpenFiles(open_files_capacity or SHARED.capacity)
+        self.flusher = SegmentFlusher()  # rolled segments are fsynced off the event loop
         self.node_id = node_id
         self.topic_defaults = dict(topic_defaults)
         self._parse_topic_config = topic_config_parser
@@ -140,7 +142,7 @@ class LogManager:
                 clean=self.clean_startup, now_ms=now_ms,
                 # Internal topics hold the coordinators' state: re-validated at every start (they
                 # are small), and what is intact after a corrupt batch is kept (PartitionLog.open).
-                salvage=info.internal, open_files=self.open_files,
+                salvage=info.internal, open_files=self.open_files, flusher=self.flusher,
             )
         # Partitions named in the topics file whose directory is missing (a stop before the
         # PartitionMaker made them) are made by it now, as after a CreateTopics.
@@ -190,6 +192,7 @@ class LogManager:
                 except OSError:
                     pass  # descriptors are closed by the exit; recovery re-reads the files
         finally:
+            self.flusher.close()
             self.open_files.close_all()
             self.lock.release()
 
@@ -200,7 +203,25 @@ class LogManager:
             log.warning("checkpoint_ignored", file=name, reason=str(exc))
             return {}
 
+    def checkpoint_flushed_rolls(self) -> bool:
+        """Settle the background flushes of rolled segments, and when a recovery point moved,
+        write the checkpoint now rather than at the next interval (60 s): a restart after kill -9
+        then re-validates the active segments only, not every segment rolled since the last
+        checkpoint (9.8 s after 15 GB written in 40 s, 2026-11-29). True when it was written."""
+        moved = False
+        for pl in list(self.flusher.waiting):
+            before = pl.recovery_point
+            pl.settle_flushes()
+            moved = moved or (pl.recovery_point != before and not pl.closed)
+            if pl.closed or not pl.flushes_under_way:
+                self.flusher.waiting.discard(pl)
+        if moved:
+            self.checkpoint()
+        return moved
+
     def checkpoint(self) -> None:
+        for pl in self.logs.values():
+            pl.settle_flushes()
         points = dict.fromkeys(self.maker.pending, 0)  # new partitions not opened yet: empty
         points.update((tp, pl.recovery_point) for tp, pl in self.logs.items())
         files.write_offset_checkpoint(self.data_dir / files.RECOVERY_POINT_CHECKPOINT, points)
@@ -325,7 +346,7 @@ class LogManager:
         pending = self.maker.make_now(tp)
         plog = PartitionLog.open(tp, pending.path, self.topic_config(tp.topic), recovery_point=0,
                                  log_start_offset=0, clean=True, now_ms=pending.created_ms,
-                                 open_files=self.open_files)
+                                 open_files=self.open_files, flusher=self.flusher)
         self.logs[tp] = plog
         if self.on_log_opened is not None:
             self.on_log_opened(plog)

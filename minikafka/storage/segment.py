@@ -239,6 +239,10 @@ class LogSegment:
         """At roll: the final time index entry (Kafka's onBecomeInactiveSegment)."""
         self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
 
+    def file_paths(self) -> list[Path]:
+        """The segment's files, for a flush by path (SegmentFlusher)."""
+        return [self.log_path, self.index.path, self.time_index.path, self.txn_index.path]
+
     def flush(self) -> None:
         os.fsync(self.fd)
         self.index.flush()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from minikafka.protocol.errors import CorruptRecord, InvalidRecord
 from minikafka.protocol.types import TopicPartition
 from minikafka.storage.errors import MessageTooLarge, OffsetOutOfRange
 from minikafka.storage.partition_log import PartitionLog
+from minikafka.storage.segment_flusher import SegmentFlusher
 from minikafka.topic_config import topic_defaults
 
 pytestmark = pytest.mark.unit
@@ -130,6 +132,67 @@ def test_roll_by_segment_bytes(tmp_path):
     assert plog.recovery_point == plog.segments[-1].base_offset  # a roll flushes the old segment
     assert [r[0] for r in read_all(plog)] == list(range(80))
     plog.close()
+
+
+class _HeldFlusher:
+    """A SegmentFlusher whose flushes finish when the test says so (the real one is tested below)."""
+
+    def __init__(self) -> None:
+        self.submitted: list[tuple[Future, list[Path]]] = []
+
+    def submit(self, paths: list[Path], owner: object = None) -> Future:
+        future: Future = Future()
+        self.submitted.append((future, paths))
+        return future
+
+
+def _rolled_with_held_flushes(tmp_path: Path, segments: int) -> tuple[PartitionLog, _HeldFlusher]:
+    flusher = _HeldFlusher()
+    plog = PartitionLog.open(TP, tmp_path / "t-0", cfg(segment_bytes=1000), recovery_point=0, log_start_offset=0,
+                             clean=True, now_ms=T0, flusher=flusher)
+    while len(plog.segments) < segments:
+        produce(plog, 2, value_size=30)
+    return plog, flusher
+
+
+def test_a_rolled_segment_is_flushed_in_the_background_and_the_recovery_point_waits_for_it(tmp_path):
+    plog, flusher = _rolled_with_held_flushes(tmp_path, 3)
+    first, second = (s.base_offset for s in plog.segments[1:])
+    assert [paths[0] for _f, paths in flusher.submitted] == [s.log_path for s in plog.segments[:2]]
+    plog.settle_flushes()
+    assert plog.recovery_point == 0, "moved before the rolled segment was on disk"
+    flusher.submitted[1][0].set_result(None)
+    plog.settle_flushes()
+    assert plog.recovery_point == 0, "moved past a segment whose flush is not done"
+    flusher.submitted[0][0].set_result(None)
+    plog.settle_flushes()
+    assert plog.recovery_point == second
+    assert first < second
+    plog.close()
+
+
+def test_a_failed_background_flush_holds_the_recovery_point_until_a_flush(tmp_path):
+    plog, flusher = _rolled_with_held_flushes(tmp_path, 2)
+    flusher.submitted[0][0].set_exception(OSError(5, "Input/output error"))
+    plog.settle_flushes()
+    assert plog.recovery_point == 0
+    plog.flush()  # fsyncs the rolled segment itself, whatever its background flush did
+    assert plog.recovery_point == plog.log_end_offset
+    plog.settle_flushes()
+    assert plog.recovery_point == plog.log_end_offset
+    plog.close()
+
+
+def test_the_segment_flusher_fsyncs_files_and_skips_deleted_ones(tmp_path):
+    there = tmp_path / "a.log"
+    there.write_bytes(b"x" * 100)
+    flusher = SegmentFlusher()
+    try:
+        assert flusher.submit([there, tmp_path / "deleted.index"]).result(timeout=10) is None
+        missing_dir = tmp_path / "no-such-dir" / "b.log"
+        assert flusher.submit([missing_dir]).result(timeout=10) is None
+    finally:
+        flusher.close()
 
 
 def test_roll_by_segment_ms(tmp_path):
