@@ -36,6 +36,7 @@ from minikafka.broker.throttling import Throttler
 from minikafka.observe.meters import Meters
 from minikafka.protocol.errors import ErrorCode, FramingError
 from minikafka.protocol.framing import FrameDecoder, encode_frame
+from minikafka.protocol.wire_write import Gathered
 from minikafka.security.sasl import SaslFailure
 from minikafka.security.session import Session
 
@@ -124,7 +125,7 @@ class Connection:
                                 await self._throttle(answer)
                             else:
                                 if answer.data is not None:
-                                    self.writer.write(answer.data)
+                                    self._write(answer.data)
                                 self._meter(frame, started)
                         except CloseConnection:
                             return
@@ -192,18 +193,29 @@ class Connection:
                  mechanism=self.session.mechanism_name)
         await asyncio.sleep(self.session.failed_delay_ms / 1000)
         if answer.data is not None and not self.writer.is_closing():
-            self.writer.write(answer.data)
+            self._write(answer.data)
             await self.writer.drain()
 
     async def _throttle(self, answer: Answer) -> None:
         """A quota was exceeded: the connection reads (and handles) nothing for the throttle time,
         as Kafka mutes the channel; clients too old to wait get the answer only afterwards."""
         if answer.data is not None and not answer.delay_first:
-            self.writer.write(answer.data)
+            self._write(answer.data)
             await self.writer.drain()
         await asyncio.sleep(answer.throttle_ms / 1000)
         if answer.data is not None and answer.delay_first:
-            self.writer.write(answer.data)
+            self._write(answer.data)
+
+    def _write(self, data: bytes | Gathered) -> None:
+        """An answer to the socket. A large Fetch answer comes as its parts: the send thread's
+        outlet takes them one by one (each is copied once into its queue); a StreamWriter (TLS,
+        or no send thread) gets them joined, as uvloop's writelines stalled on ~1 MB parts."""
+        if type(data) is not Gathered:
+            self.writer.write(data)
+        elif hasattr(self.writer, "write_parts"):
+            self.writer.write_parts(data.parts)
+        else:
+            self.writer.write(data.joined())
 
     def close(self) -> None:
         self.closing = True

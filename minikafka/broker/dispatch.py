@@ -23,6 +23,7 @@ from minikafka.broker.throttling import Throttler, client_throttles
 from minikafka.control.rules import Rule
 from minikafka.protocol import codec, versions
 from minikafka.protocol.errors import ErrorCode, FramingError, UnsupportedVersion
+from minikafka.protocol.wire_write import Gathered
 
 log = structlog.get_logger("minikafka.broker")
 
@@ -73,7 +74,7 @@ class Answer(NamedTuple):
     stays muted for a quota (delay_first: hold the response itself back for that long, for
     clients too old to wait on their own)."""
 
-    data: bytes | None
+    data: bytes | Gathered | None  # Gathered: a large Fetch answer, written part by part
     throttle_ms: int = 0
     delay_first: bool = False
 
@@ -172,7 +173,7 @@ async def _fault_before(fault: Rule, handler: Handler, req: Any, body: Any) -> A
     return None
 
 
-def _encode(req: Any, response: Any) -> bytes | None:
+def _encode(req: Any, response: Any) -> bytes | Gathered | None:
     if response is None:
         return None
     return codec.encode_answer(req.api_key, req.api_version, req.correlation_id, response)

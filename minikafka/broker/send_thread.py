@@ -139,6 +139,14 @@ class Outlet:
             return  # as a closed transport: the bytes go nowhere
         self._queued = self._send(self.key, data)
 
+    def write_parts(self, parts: list[bytes | memoryview]) -> None:
+        """One frame given as its parts, queued in order (a large Fetch answer, not joined first)."""
+        send, key = self._send, self.key
+        for part in parts:
+            if self._closed or self._queued < 0:
+                return
+            self._queued = send(key, part)
+
     async def drain(self) -> None:
         if self._queued > HIGH_WATER:
             await self._sender.wait_drained(self.key)

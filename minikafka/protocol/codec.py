@@ -23,11 +23,12 @@ from minikafka.protocol.errors import FramingError, UnsupportedVersion
 from minikafka.protocol.fetch_response import encode_fetch_response
 from minikafka.protocol.metadata_response import encode_metadata_response
 from minikafka.protocol.produce_response import encode_produce_response
+from minikafka.protocol.wire_write import Gathered
 
 API_VERSIONS_KEY = 18
 # Answers written without kio, byte for byte what kio writes (each module's test checks it):
 # api key -> (version, correlation id, canonical answer) -> the frame, or None for kio to write it.
-DIRECT_WRITERS: dict[int, Callable[[int, int, Any], bytes | None]] = {
+DIRECT_WRITERS: dict[int, Callable[[int, int, Any], bytes | Gathered | None]] = {
     0: encode_produce_response,
     1: encode_fetch_response,
     3: encode_metadata_response,
@@ -405,10 +406,10 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: A
     return bytes(data)
 
 
-def encode_answer(api_key: int, api_version: int, correlation_id: int, canonical: Any) -> bytes:
+def encode_answer(api_key: int, api_version: int, correlation_id: int, canonical: Any) -> bytes | Gathered:
     """Size prefix + response header + body of a handler's answer (the canonical version's
     shape) in api_version: downgraded and written by kio, or by an API's own writer where one
-    exists and takes it (DIRECT_WRITERS)."""
+    exists and takes it (DIRECT_WRITERS). A large Fetch answer comes as its parts (Gathered)."""
     direct = DIRECT_WRITERS.get(api_key)
     if direct is not None:
         data = direct(api_version, correlation_id, canonical)

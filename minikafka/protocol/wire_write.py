@@ -11,6 +11,24 @@ I16 = struct.Struct(">h")
 I32 = struct.Struct(">i")
 
 
+class Gathered:
+    """An encoded frame kept as its parts (the size prefix first), for an answer too large to
+    copy into one buffer on its way to the socket (fetch_response.GATHER_ABOVE). len() is its
+    size in bytes; joined() is the frame as one buffer, for a writer that wants one."""
+
+    __slots__ = ("parts", "nbytes")
+
+    def __init__(self, parts: list[bytes | memoryview], nbytes: int) -> None:
+        self.parts = parts
+        self.nbytes = nbytes
+
+    def __len__(self) -> int:
+        return self.nbytes
+
+    def joined(self) -> bytes:
+        return b"".join(self.parts)
+
+
 def uvarint(n: int) -> bytes:
     out = bytearray()
     while n > 0x7F:

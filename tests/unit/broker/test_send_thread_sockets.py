@@ -168,6 +168,34 @@ async def test_outlet_drain_waits_for_the_thread_and_close_flushes() -> None:
     await sender.close()
 
 
+async def test_an_answer_written_as_parts_arrives_whole_and_in_order() -> None:
+    """write_parts (a large Fetch answer kept as its parts): each part queued in order, views of
+    larger buffers as the views, between whole answers written before and after."""
+    loop = asyncio.get_running_loop()
+    sender = send_thread.SendThread(loop)
+    big = bytearray(range(256)) * 40_000
+    parts = [b"head", memoryview(big)[:5_000_000], b"middle", memoryview(big)[1:3_000_001], b"tail"]
+    expected = b"before" + b"".join(bytes(p) for p in parts) + b"after"
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        outlet = sender.outlet(writer)
+        assert isinstance(outlet, send_thread.Outlet)
+        outlet.write(b"before")
+        outlet.write_parts(parts)
+        outlet.write(b"after")
+        outlet.close()
+
+    server, reader, writer = await _serve_one(serve)
+    received = bytearray()
+    while chunk := await asyncio.wait_for(reader.read(1 << 20), 10):
+        received += chunk
+    writer.close()
+    server.close()
+    await server.wait_closed()
+    assert bytes(received) == expected
+    await sender.close()
+
+
 def test_descriptor_numbers_out_of_range_are_refused() -> None:
     st = send_mod.SendThread()
     try:

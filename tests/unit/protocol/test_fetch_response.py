@@ -28,7 +28,14 @@ from kio.static.primitive import i32, i32Timedelta, i64
 from direct_writers import assert_writes_like_kio, generic
 
 from minikafka.protocol import codec
-from minikafka.protocol.fetch_response import FIRST_BY_ID, MAX_VERSION, MIN_VERSION, encode_fetch_response
+from minikafka.protocol.fetch_response import (
+    FIRST_BY_ID,
+    GATHER_ABOVE,
+    MAX_VERSION,
+    MIN_VERSION,
+    encode_fetch_response,
+)
+from minikafka.protocol.wire_write import Gathered
 
 pytestmark = pytest.mark.unit
 
@@ -120,3 +127,28 @@ def test_tagged_fields_take_the_generic_path() -> None:
         assert encode_fetch_response(12, 7, resp) is None
         assert codec.encode_answer(1, 12, 7, resp) == generic(1, 12, 7, resp)
     assert encode_fetch_response(3, 7, resp) is None  # below the versions served
+
+
+@pytest.mark.parametrize("version", [4, 12])
+def test_an_answer_above_the_gather_size_stays_its_parts_with_the_same_bytes(version: int) -> None:
+    """A Fetch over many partitions answers up to the client's fetch.max.bytes (50 MB): kept as
+    its parts, the records buffers themselves among them (not copies), joined the same as kio's."""
+    per_partition = 1_000_000
+    reads = [memoryview(bytearray([p % 251]) * (per_partition + 10))[:per_partition] for p in range(6)]
+    parts = tuple(PartitionData(partition_index=i32(p), error_code=ErrorCode.none, high_watermark=i64(9),
+                                last_stable_offset=i64(9), log_start_offset=i64(0), aborted_transactions=None,
+                                preferred_read_replica=i32(-1), records=r) for p, r in enumerate(reads))
+    resp = FetchResponse(throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=ErrorCode.none,
+                         session_id=i32(0), responses=(FetchableTopicResponse(topic="t", partitions=parts),))
+    frame = encode_fetch_response(version, 7, resp)
+    assert isinstance(frame, Gathered) and len(frame) > GATHER_ABOVE
+    assert [p for p in frame.parts if any(p is r for r in reads)] == reads  # handed on, not copied
+    joined = frame.joined()
+    assert len(joined) == len(frame)
+    assert int.from_bytes(joined[:4], "big", signed=True) == len(joined) - 4
+    as_bytes = dataclasses.replace(resp, responses=(FetchableTopicResponse(
+        topic="t", partitions=tuple(dataclasses.replace(p, records=bytes(p.records)) for p in parts)),))
+    assert joined == generic(1, version, 7, as_bytes)
+    # Below the size, one buffer as before.
+    small = dataclasses.replace(resp, responses=(FetchableTopicResponse(topic="t", partitions=parts[:1]),))
+    assert isinstance(encode_fetch_response(version, 7, small), bytes)
