@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,23 +24,45 @@ pytest.importorskip("matplotlib", reason="needs the bench extra: pip install -e 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def _harness(profile: str, out: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench.harness", "--profile", profile, "--brokers", "minikafka",
-         "--out", str(out), "--workdir", str(tmp_path)],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=400, check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc
+PROFILES = {"smoke": "results", "scale-smoke": "scale"}
 
 
-def test_harness_smoke_run_writes_table(tmp_path: Path) -> None:
-    out = tmp_path / "results"
-    proc = _harness("smoke", out, tmp_path)
+@pytest.fixture(scope="module")
+def harness_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[subprocess.Popen[str], Path]]]:
+    """Both smoke runs, started at once: each is mostly waits (broker and JVM start-ups, client
+    processes), so side by side they take ~40 s of the suite instead of ~70 s one after the other.
+    Each test waits for its own."""
+    runs = {}
+    for profile, name in PROFILES.items():
+        work = tmp_path_factory.mktemp(name)
+        with open(work / "harness.log", "w") as log:  # a file, not a pipe nobody reads yet
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "bench.harness", "--profile", profile, "--brokers", "minikafka",
+                 "--out", str(work / name), "--workdir", str(work)],
+                cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
+        runs[profile] = (proc, work / name)
+    yield runs
+    for proc, _ in runs.values():
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _harness(runs: dict[str, tuple[subprocess.Popen[str], Path]], profile: str) -> tuple[str, Path]:
+    """The run's output and its output directory, once it ended well."""
+    proc, out = runs[profile]
+    proc.wait(timeout=400)
+    output = (out.parent / "harness.log").read_text()
+    assert proc.returncode == 0, output[-3000:]
+    return output, out
+
+
+def test_harness_smoke_run_writes_table(harness_runs) -> None:
+    stderr, out = _harness(harness_runs, "smoke")
     report = (out / "report.md").read_text()
     assert (out / "chart.png").stat().st_size > 0
     doc = json.loads((out / "results.json").read_text())
-    assert not [s for s in doc["samples"] if "error" in s], proc.stderr[-3000:]
+    assert not [s for s in doc["samples"] if "error" in s], stderr[-3000:]
 
     rows = {}
     for line in report.splitlines():
@@ -82,11 +105,10 @@ def test_harness_smoke_run_writes_table(tmp_path: Path) -> None:
     assert rows["O3 acked ⊆ consumed, no duplicates, no gaps (runs passing)"] == "1/1"
 
 
-def test_scale_smoke_run_writes_every_curve(tmp_path: Path) -> None:
+def test_scale_smoke_run_writes_every_curve(harness_runs) -> None:
     """The scale profile (issue 17) at toy sizes: every curve measured at each point, a table row and
     a chart per curve."""
-    out = tmp_path / "scale"
-    _harness("scale-smoke", out, tmp_path)
+    _, out = _harness(harness_runs, "scale-smoke")
     doc = json.loads((out / "scale.json").read_text())
     assert not [s for s in doc["samples"] if "error" in s], [s for s in doc["samples"] if "error" in s][:3]
     from bench.harness.scale import CURVE_POINTS, CURVES, SMOKE
