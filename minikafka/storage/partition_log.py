@@ -76,6 +76,7 @@ class PartitionLog:
         # each (its flush, its files, the offset the recovery point may move to once it is done).
         self.flusher = flusher
         self._rolled: list[tuple[Future[None], list[Path], int]] = []
+        self._flush_failure_told = -1  # the base offset of the failed flush last logged
         self.dir = directory
         self.config = topic_config
         self.segments: list[LogSegment] = []
@@ -136,11 +137,18 @@ class PartitionLog:
         tail = b""
         for i, seg in enumerate(plog.segments):
             if i < recover_from:
-                if seg.load():
+                last = i == len(plog.segments) - 1
+                if seg.load(strict_tail=last):
                     continue
-                recover_from = i  # not to be trusted after all: it and every later one are re-validated
+                plog.recovered_segments += 1
+                if not last:
+                    # An older segment's index failed its sanity check: rebuilt from that segment
+                    # alone, as Kafka's loadSegmentFiles does; the segments after it stay.
+                    seg.recover()
+                    continue
+                # The last segment (its index or its tail failed): re-validated, truncated at any damage.
             truncated = seg.recover(max_batch_size=INT32_MAX, keep_tail=salvage)
-            if not salvage or not clean:
+            if i >= recover_from and (not salvage or not clean):
                 plog.recovered_segments += 1
             if truncated:
                 # Anything after a corrupt point cannot be trusted as it lies: later segments go too.
@@ -445,6 +453,7 @@ class PartitionLog:
             return old
         old.on_become_inactive()
         if self.flusher is None or old.txn_index.dirty:  # a dirty txn index is rewritten by flush()
+            self._flush_rolled_inline()  # the recovery point below must not pass one still under way
             old.flush()
             self.recovery_point = max(self.recovery_point, new_base)
         else:
@@ -463,9 +472,7 @@ class PartitionLog:
     def flush(self) -> None:
         """Everything written is on disk: rolled segments whose background flush is still under
         way are fsynced here too (a repeated fsync of clean pages costs next to nothing)."""
-        for _future, paths, _base in self._rolled:
-            fsync_paths(paths)
-        self._rolled.clear()
+        self._flush_rolled_inline()
         self.active.flush()
         self.unflushed_messages = 0
         self.recovery_point = self.log_end_offset
@@ -474,6 +481,11 @@ class PartitionLog:
     def flushes_under_way(self) -> bool:
         return bool(self._rolled)
 
+    def _flush_rolled_inline(self) -> None:
+        for _future, paths, _base in self._rolled:
+            fsync_paths(paths)
+        self._rolled.clear()
+
     def settle_flushes(self) -> None:
         """Move the recovery point past the rolled segments whose background flush is done, in
         roll order (one that failed, and every later one, wait for the next flush())."""
@@ -481,9 +493,11 @@ class PartitionLog:
             future, _paths, base = self._rolled[0]
             exc = future.exception()
             if exc is not None:
-                log.error("segment_flush_failed", topic=self.tp.topic, partition=self.tp.partition,
-                          base_offset=base, reason=str(exc),
-                          hint="the recovery point stays; the next flush or clean stop tries again")
+                if self._flush_failure_told != base:  # once, not every second until the next flush
+                    self._flush_failure_told = base
+                    log.error("segment_flush_failed", topic=self.tp.topic, partition=self.tp.partition,
+                              base_offset=base, reason=str(exc),
+                              hint="the recovery point stays; the next flush or clean stop tries again")
                 return
             self._rolled.pop(0)
             self.recovery_point = max(self.recovery_point, min(base, self.log_end_offset))

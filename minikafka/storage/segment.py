@@ -75,15 +75,17 @@ class LogSegment:
         return self.files.fd(self._log_key, _LOG_FLAGS)
 
     # ---------------------------------------------------------------------------------- loading
-    def load(self) -> bool:
+    def load(self, *, strict_tail: bool = True) -> bool:
         """Open an existing segment whose tail is trusted (clean shutdown or below recovery point).
 
         False when it cannot be trusted after all, with nothing changed: the caller recovers it
         (re-validates and truncates at the damage). That is so when an index is missing or fails
-        the sanity check, and when the batches after the last index entry do not end exactly at
-        the end of the file: a damaged header there would otherwise end the walk quietly, the log
-        would end before bytes it still holds (all of them, when the entry points at the damage),
-        and the next append would give out offsets that are already in the file.
+        the sanity check, and (strict_tail, the log's last segment) when the batches after the
+        last index entry do not end exactly at the end of the file: a damaged header there would
+        otherwise end the walk quietly, the log would end before bytes it still holds (all of
+        them, when the entry points at the damage), and the next append would give out offsets
+        that are already in the file. An older segment's damage is left to reads, which answer
+        CORRUPT_MESSAGE there: truncating it would delete every later segment with it.
         """
         if self.size == 0:
             self.index.reset()
@@ -99,7 +101,7 @@ class LogSegment:
             return False
         start = self.index.last_position()
         try:
-            tail = list(self.iter_headers(start, strict=True))
+            tail = list(self.iter_headers(start, strict=strict_tail))
         except CorruptRecord as exc:
             log.warning("segment_tail_unreadable", path=str(self.log_path), reason=str(exc),
                         hint="the segment is re-validated and truncated at the damage")
