@@ -147,9 +147,9 @@ class PartitionLog:
                     seg.recover()
                     continue
                 # The last segment (its index or its tail failed): re-validated, truncated at any damage.
-            truncated = seg.recover(max_batch_size=INT32_MAX, keep_tail=salvage)
-            if i >= recover_from and (not salvage or not clean):
+            elif not salvage or not clean:
                 plog.recovered_segments += 1
+            truncated = seg.recover(max_batch_size=INT32_MAX, keep_tail=salvage)
             if truncated:
                 # Anything after a corrupt point cannot be trusted as it lies: later segments go too.
                 later_bytes = []

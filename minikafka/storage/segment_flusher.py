@@ -51,13 +51,8 @@ class SegmentFlusher:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="minikafka-segment-flush")
         return self._executor.submit(fsync_paths, paths)
 
-    def wait_idle(self, timeout: float | None = None) -> None:
-        """Return once every flush submitted so far is done (they finish in order)."""
-        if self._executor is not None:
-            self._executor.submit(lambda: None).result(timeout)
-
     def close(self) -> None:
-        """Wait for the flushes under way, then stop the thread."""
+        """Wait for the flushes under way, then stop the thread (a later submit starts another)."""
         if self._executor is not None:
             self._executor.shutdown(wait=True)
             self._executor = None

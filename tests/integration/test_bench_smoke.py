@@ -58,11 +58,11 @@ def _harness(runs: dict[str, tuple[subprocess.Popen[str], Path]], profile: str) 
 
 
 def test_harness_smoke_run_writes_table(harness_runs) -> None:
-    stderr, out = _harness(harness_runs, "smoke")
+    output, out = _harness(harness_runs, "smoke")
     report = (out / "report.md").read_text()
     assert (out / "chart.png").stat().st_size > 0
     doc = json.loads((out / "results.json").read_text())
-    assert not [s for s in doc["samples"] if "error" in s], stderr[-3000:]
+    assert not [s for s in doc["samples"] if "error" in s], output[-3000:]
 
     rows = {}
     for line in report.splitlines():

@@ -5,12 +5,11 @@ joined. Either way the consumer reads every record, whole and in order, across m
 from __future__ import annotations
 
 import hashlib
-import time
 import uuid
 
 import pytest
-from clients import create_topic
-from confluent_kafka import Consumer, Producer, TopicPartition
+from clients import create_topic, read_all
+from confluent_kafka import Producer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -35,20 +34,10 @@ def test_a_catch_up_read_across_partitions_gets_every_record(broker_factory, sen
             p.produce(topic, _value(partition, i), key=b"%d" % i, partition=partition)
     assert p.flush(60) == 0
 
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"g-{uuid.uuid4().hex[:6]}",
-                  "enable.auto.commit": False, "log_level": 3, "fetch.max.bytes": 52428800,
-                  "max.partition.fetch.bytes": 1048576})
-    c.assign([TopicPartition(topic, partition, 0) for partition in range(PARTITIONS)])
-    got: dict[int, list[tuple[int, bytes]]] = {partition: [] for partition in range(PARTITIONS)}
-    deadline = time.monotonic() + 60
-    try:
-        while sum(map(len, got.values())) < PARTITIONS * PER_PARTITION and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is not None:
-                assert m.error() is None, m.error()
-                got[m.partition()].append((m.offset(), m.value()))
-    finally:
-        c.close()
+    got = read_all(broker.bootstrap, topic, PARTITIONS, PARTITIONS * PER_PARTITION, timeout=60,
+                   **{"fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 1048576})
+    assert len(got) == PARTITIONS * PER_PARTITION
     for partition in range(PARTITIONS):
-        assert [o for o, _ in got[partition]] == list(range(PER_PARTITION)), partition
-        assert all(v == _value(partition, o) for o, v in got[partition]), partition
+        mine = [m for m in got if m.partition() == partition]
+        assert [m.offset() for m in mine] == list(range(PER_PARTITION)), partition
+        assert all(m.value() == _value(partition, m.offset()) for m in mine), partition

@@ -16,7 +16,7 @@ import time
 import pytest
 from confluent_kafka import Consumer
 
-from clients import create_topic
+from clients import create_topic, wait_until
 from rawclient import RawClient, fetch_v12, produce, produce_v9, valid_batch
 
 pytestmark = pytest.mark.integration
@@ -130,10 +130,7 @@ def test_clients_that_vanish_with_answers_queued_release_their_sockets(broker_fa
 
     # Every connection's descriptors (the event loop's and the send thread's duplicate) are
     # released: the count comes back to the baseline.
-    deadline = time.monotonic() + 30
-    while broker.open_fds() > baseline and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert broker.open_fds() <= baseline
+    wait_until(lambda: broker.open_fds() <= baseline, 30, f"the broker back to {baseline} descriptors")
 
     # Nothing else was disturbed: the probe connection still gets its answers, and a client reads
     # everything.

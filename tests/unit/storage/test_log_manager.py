@@ -155,7 +155,7 @@ def test_a_finished_background_flush_reaches_the_checkpoint_at_once(tmp_path):
         produce(lm, "t", 0, 2)
     plog = lm.get(TopicPartition("t", 0))
     assert len(plog.segments) > 2
-    lm.flusher.wait_idle(10)
+    lm.flusher.close()  # waits for the background fsyncs
     assert lm.checkpoint_flushed_rolls() is True
     points = files.read_offset_checkpoint(tmp_path / files.RECOVERY_POINT_CHECKPOINT)
     assert points[TopicPartition("t", 0)] == plog.active.base_offset
@@ -169,7 +169,7 @@ def test_unclean_startup_recovers_from_recovery_point(tmp_path):
     lm.create_topic("t", 1, {"internal.segment.bytes": "500"}, now_ms=T0)
     for _ in range(15):
         produce(lm, "t", 0, 2)
-    lm.flusher.wait_idle(10)  # the rolled segments' background fsyncs
+    lm.flusher.close()  # waits for the rolled segments' background fsyncs
     lm.checkpoint()  # the recovery point checkpoint: the last roll
     plog = lm.get(TopicPartition("t", 0))
     rp = plog.recovery_point
