@@ -36,6 +36,7 @@ DIRECT_WRITERS: dict[int, Callable[[int, int, Any], bytes | Gathered | None]] = 
 
 _PREFIX = struct.Struct(">hhi")
 _SIZE_CORR = struct.Struct(">ii")
+_CLIENT_ID_AT = _PREFIX.size + 2  # where a request header's client id string starts
 
 
 class DecodedRequest(NamedTuple):
@@ -366,6 +367,22 @@ def _check_bounds(cls: type[Any], frame: bytes, pos: int) -> None:
 def _header_walk(frame: bytes, flexible: bool, out: bytearray | None = None) -> int:
     """End of the request header. Header v2 keeps client_id as a legacy int16 string and defines
     no tagged fields, so every tagged field there is unknown."""
+    if out is None and len(frame) >= _CLIENT_ID_AT:
+        # The header of nearly every request: a client id that fits and, flexible, an empty
+        # tagged-field section (one zero byte). Anything else takes the walk below, which names
+        # the fault; both give the same end for the same bytes (issue 17: 1.5 us per request).
+        (n,) = _I16.unpack_from(frame, _PREFIX.size)
+        pos = _CLIENT_ID_AT + n if n > 0 else _CLIENT_ID_AT
+        if n >= -1 and pos <= len(frame):
+            if not flexible:
+                return pos
+            if pos < len(frame) and frame[pos] == 0:
+                return pos + 1
+    return _header_walk_full(frame, flexible, out)
+
+
+def _header_walk_full(frame: bytes, flexible: bool, out: bytearray | None = None) -> int:
+    """_header_walk for any header: each length checked, tagged fields walked (or copied to out)."""
     n, pos = _length(frame, _PREFIX.size, False, False)
     pos = _skip(frame, pos, n)
     if out is not None:

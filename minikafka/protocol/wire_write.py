@@ -29,7 +29,14 @@ class Gathered:
         return b"".join(self.parts)
 
 
+# Varints below 128 are one byte: every array length and string length of a small answer. Taken
+# from this table, not built byte by byte (a Produce answer writes four of them, issue 17).
+_ONE_BYTE = tuple(bytes((i,)) for i in range(0x80))
+
+
 def uvarint(n: int) -> bytes:
+    if 0 <= n < 0x80:
+        return _ONE_BYTE[n]
     out = bytearray()
     while n > 0x7F:
         out.append((n & 0x7F) | 0x80)

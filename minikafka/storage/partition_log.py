@@ -421,8 +421,12 @@ class PartitionLog:
         seg = self.active
         if seg.size == 0:
             return
-        max_ts = max(h.max_timestamp for _, h in batches)
-        last_delta = sum(h.last_offset_delta + 1 for _, h in batches)
+        if len(batches) == 1:  # a producer's batch: without two generator passes (issue 17)
+            h = batches[0][1]
+            max_ts, last_delta = h.max_timestamp, h.last_offset_delta + 1
+        else:
+            max_ts = max(h.max_timestamp for _, h in batches)
+            last_delta = sum(h.last_offset_delta + 1 for _, h in batches)
         reason = None
         # internal.segment.bytes overrides segment.bytes where set (Kafka's LogConfig.segmentSize).
         limit = self.config.get("internal.segment.bytes")

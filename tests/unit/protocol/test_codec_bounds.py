@@ -122,3 +122,31 @@ def test_unknown_tags_and_impossible_lengths() -> None:
     assert codec._bounds_walk_c(codec._bounds_spec(metadata), huge, pos) == -1
     with pytest.raises(FramingError):
         codec.decode_request(huge, {3: versions.SUPPORTED[3]})
+
+
+def _header_end(walk: Any, frame: bytes, flexible: bool) -> Any:
+    try:
+        return walk(frame, flexible)
+    except FramingError:
+        return "framing"
+    except codec.UnknownTaggedField:
+        return "tagged"
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_the_header_fast_path_ends_where_the_full_walk_does(seed: int) -> None:
+    """_header_walk takes a shortcut for the usual header (a client id, no tagged fields); on every
+    request of the corpus, damaged or cut short, it gives the full walk's end or its refusal."""
+    rng = random.Random(seed)
+    fast_path_taken = 0
+    for cls, frame in CORPUS:
+        flexible = bool(cls.__flexible__)
+        damaged = [fuzzing.mutate(rng, frame, 8) for _ in range(10)]
+        damaged += [frame[:cut] for cut in range(0, min(len(frame), 24))]
+        damaged.append(frame[:8] + b"\xff\xfe" + frame[10:])  # a client id length of -2
+        damaged.append(frame[:8] + b"\x7f\xff" + frame[10:])  # a client id past the end
+        for f in [frame, *damaged]:
+            full = _header_end(codec._header_walk_full, f, flexible)
+            assert _header_end(codec._header_walk, f, flexible) == full, (cls.__name__, cls.__version__, f.hex())
+            fast_path_taken += isinstance(full, int)
+    assert fast_path_taken > len(CORPUS)
