@@ -56,7 +56,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.harness $(BENCH_ARGS)
 
 # Scale curves (bench/harness/scale.py, issue 17): partitions, connections, record size, transactional ids
-# and groups, minikafka and Apache Kafka side by side; ~30 min on 2 cores; bench/results/<date>-<host>-scale/.
+# and groups, minikafka and Apache Kafka side by side; 27 min on 2 cores; bench/results/<date>-<host>-scale/.
 bench-scale: $(STAMP)
 	$(BIN)/python -c 'import matplotlib' 2>/dev/null || $(BIN)/python -m pip install -q -e '.[test,spark,bench]'
 	$(BIN)/python -m bench.harness --profile scale $(BENCH_ARGS)

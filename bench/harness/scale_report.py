@@ -41,8 +41,16 @@ def verdicts(doc: dict[str, Any], curve: str) -> tuple[str, str, str]:
     _, _, higher = CURVES[curve]
     mk, kf = _points(doc, curve, "minikafka"), _points(doc, curve, "kafka")
     pts = sorted(p for p in mk if "value" in mk[p])
-    if len(pts) < 2:
+    if not pts:
         return "no data", "no data", "no data"
+    ratios = {}
+    for p in pts:
+        if p in kf and "value" in kf[p] and kf[p]["value"] and mk[p]["value"]:
+            r = mk[p]["value"] / kf[p]["value"]
+            ratios[p] = r if higher else 1.0 / r  # > 1: minikafka better
+    behind = ", ".join(f"{p:,} ({_fmt(r)}x)" for p, r in sorted(ratios.items()) if r < 1.0) or "none"
+    if len(pts) < 2:  # retention is measured at the largest size only: nothing to compare along it
+        return "one point: no growth to judge", "one point: no growth to judge", behind if ratios else "no Kafka data"
     c0, c1 = _cost(mk[pts[0]]["value"], higher), _cost(mk[pts[-1]]["value"], higher)
     if curve in PER_ITEM:
         # these grow with the work itself: per partition (id, member) is the cost to compare
@@ -50,16 +58,10 @@ def verdicts(doc: dict[str, Any], curve: str) -> tuple[str, str, str]:
         c1 = c1 / pts[-1] if c1 else None
     growth = (c1 / c0) if c0 and c1 else None
     g = "met" if growth is not None and growth <= 2.0 else f"not met ({_fmt(growth)}x)"
-    ratios = {}
-    for p in pts:
-        if p in kf and "value" in kf[p] and kf[p]["value"] and mk[p]["value"]:
-            r = mk[p]["value"] / kf[p]["value"]
-            ratios[p] = r if higher else 1.0 / r  # > 1: minikafka better
     if len(ratios) < 2:
         return g, "no Kafka data", "no Kafka data"
     first = ratios[min(ratios)]
     worse = [p for p, r in ratios.items() if r < first * 0.9]  # 10 % noise allowance
-    behind = ", ".join(f"{p:,} ({_fmt(r)}x)" for p, r in sorted(ratios.items()) if r < 1.0) or "none"
     return g, "met" if not worse else f"not met at {', '.join(map(str, worse))}", behind
 
 
