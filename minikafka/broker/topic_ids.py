@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import uuid
+from collections.abc import Awaitable
 from typing import Any
 
 from minikafka.broker.context import RequestContext
@@ -48,10 +49,12 @@ class _Door:
         self.logs = logs  # storage.LogManager (or anything with topic_by_id and topics)
         self.first_by_id = versions.BY_NAME_UNTIL[self.api_key] + 1  # every Produce and Fetch asks
 
-    async def __call__(self, ctx: RequestContext, req: Any) -> Any:
+    def __call__(self, ctx: RequestContext, req: Any) -> Awaitable[Any]:
+        # The handler's own awaitable, not one more coroutine around it: every Produce and Fetch
+        # passes through here, and the extra frame was ~1 us of a small Produce (issue 17).
         if ctx.api_version < self.first_by_id:
-            return await self.inner(ctx, req)
-        return await self.serve(ctx, req)
+            return self.inner(ctx, req)
+        return self.serve(ctx, req)
 
     async def serve(self, ctx: RequestContext, req: Any) -> Any:
         raise NotImplementedError
