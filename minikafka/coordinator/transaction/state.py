@@ -52,7 +52,12 @@ class TxnState(enum.Enum):
 
     @property
     def kafka_name(self) -> str:
-        return "".join(w.capitalize() for w in self.name.split("_"))
+        return _KAFKA_NAMES[self]
+
+
+# Kafka's names of the states (PrepareCommit), made once: the listeners and log lines ask for
+# them on every transition.
+_KAFKA_NAMES = {s: "".join(w.capitalize() for w in s.name.split("_")) for s in TxnState}
 
 
 class TxnEvent(enum.Enum):

@@ -15,6 +15,7 @@ transactionLogValueVersion), v0 below; so does minikafka, and it reads both.
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections import defaultdict
 
@@ -32,8 +33,10 @@ def java_string_hash(s: str) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
+@functools.lru_cache(maxsize=65_536)
 def partition_for(transactional_id: str, num_partitions: int) -> int:
-    """Kafka's TransactionStateManager.partitionFor: Utils.abs(hashCode) % partitions."""
+    """Kafka's TransactionStateManager.partitionFor: Utils.abs(hashCode) % partitions. Asked two
+    to four times per transaction, and Java's string hash walks the id in Python: cached."""
     h = java_string_hash(transactional_id)
     return (0 if h == -(2**31) else abs(h)) % num_partitions
 
