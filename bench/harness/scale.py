@@ -353,7 +353,7 @@ class Scale:
                     self.p.get("record_size_large_bytes", self.p["record_size_bytes"])
                 records = max(20, int(total) // size)
                 big = {"message.max.bytes": 4_000_000, "batch.size": 4_000_000} if size > 500_000 else {}
-                os.sync()  # the previous size's 500 MB written back before this one is timed
+                os.sync()  # the previous size's data written back before this one is timed
 
                 def produce(topic: str = topic, records: int = records, size: int = size,
                             big: dict[str, int] = big) -> dict[str, Any]:

@@ -68,12 +68,15 @@ def verdicts(doc: dict[str, Any], curve: str) -> tuple[str, str, str]:
 def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:
     """One document from runs of different curves: samples keyed by (curve, broker, point), a
     later run's replacing an earlier one's; the meta of the first run, with every run's points
-    and its elapsed time summed."""
+    (the settings merged, a later run's winning) and its elapsed time summed."""
     samples: dict[tuple[str, str, int], dict[str, Any]] = {}
     for d in docs:
         for s in d["samples"]:
             samples[(s["curve"], s["broker"], s["point"])] = s
     meta = dict(docs[0]["meta"])
+    # The settings in force: a later run's (a curve run again with new point sizes) override the
+    # first's, so the report's Points line says how the merged samples were made.
+    meta["points"] = {k: v for d in docs for k, v in (d["meta"].get("points") or {}).items()}
     meta["elapsed_s"] = sum(d["meta"].get("elapsed_s", 0) for d in docs)
     meta["brokers"] = list(dict.fromkeys(b for d in docs for b in d["meta"].get("brokers", [])))
     meta["runs"] = [{"points": d["meta"].get("points"), "elapsed_s": d["meta"].get("elapsed_s")} for d in docs]
