@@ -413,7 +413,7 @@ class Broker:
 
     async def shutdown(self) -> None:
         log.info("broker_stopping")
-        self.purgatory.notify_all()
+        self.purgatory.close()
         self.groups.shutdown()
         if self.control is not None:
             await self.control.stop()

@@ -51,7 +51,7 @@ class FetchHandler:
             deadline = loop.time() + max_wait_ms / 1000
             while True:
                 remaining = deadline - loop.time()
-                if remaining <= 0:
+                if remaining <= 0 or self.svc.purgatory.closed:
                     break
                 fut = self.svc.purgatory.watch(watched)
                 try:

@@ -120,7 +120,8 @@ class ShareFetchHandler:
         while True:
             fetched = await self._acquire(share, gid, mid, wanted, req)
             remaining = deadline - loop.time()
-            if any(a.ranges or a.error is not ErrorCode.none for a in fetched.values()) or remaining <= 0 or not tps:
+            if any(a.ranges or a.error is not ErrorCode.none for a in fetched.values()) or remaining <= 0 or not tps \
+                    or self.svc.purgatory.closed:  # the broker is stopping: answer what there is
                 return fetched
             fut = self.svc.purgatory.watch(tps)
             try:
