@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Sequence
 
 from minikafka.protocol.types import TopicPartition
 
@@ -11,27 +11,36 @@ from minikafka.protocol.types import TopicPartition
 class FetchPurgatory:
     def __init__(self) -> None:
         self._waiters: dict[TopicPartition, set[asyncio.Future[None]]] = {}
-        self.closed = False  # the broker is stopping: a parked Fetch answers what it has at once
+        self.closed = False  # the broker is stopping: nothing parks any more
 
-    def watch(self, partitions: Iterable[TopicPartition]) -> asyncio.Future[None]:
-        """A future resolved at the next append to any of the partitions."""
+    async def wait(self, partitions: Sequence[TopicPartition], timeout: float) -> bool:
+        """Park until the next append to any of the partitions: True. False when `timeout`
+        seconds pass first, or the broker is stopping: the Fetch answers what it has. (Woken by
+        an append, a Fetch still short of fetch.min.bytes parks again; at a stop it must not, or
+        a consumer's fetch.wait.max.ms held the stop for its whole grace period and then lost its
+        answer to a closed connection.)"""
+        if self.closed or timeout <= 0:
+            return False
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         for tp in partitions:
             self._waiters.setdefault(tp, set()).add(fut)
-        return fut
-
-    def unwatch(self, partitions: Iterable[TopicPartition], fut: asyncio.Future[None]) -> None:
-        for tp in partitions:
-            waiters = self._waiters.get(tp)
-            if waiters is not None:
-                waiters.discard(fut)
-                if not waiters:
-                    del self._waiters[tp]
+        try:
+            await asyncio.wait_for(fut, timeout)
+        except TimeoutError:
+            return False
+        finally:
+            for tp in partitions:
+                waiters = self._waiters.get(tp)
+                if waiters is not None:
+                    waiters.discard(fut)
+                    if not waiters:
+                        del self._waiters[tp]
+        return not self.closed
 
     @property
     def parked(self) -> int:
         """How many Fetch requests are waiting for an append."""
-        return len({id(f) for waiters in self._waiters.values() for f in waiters})
+        return len(set().union(*self._waiters.values()))
 
     def notify(self, tp: TopicPartition) -> None:
         waiters = self._waiters.pop(tp, None)
@@ -40,14 +49,8 @@ class FetchPurgatory:
                 if not fut.done():
                     fut.set_result(None)
 
-    def notify_all(self) -> None:
+    def close(self) -> None:
+        """The broker is stopping: every parked Fetch answers now with what it has."""
+        self.closed = True
         for tp in list(self._waiters):
             self.notify(tp)
-
-    def close(self) -> None:
-        """The broker is stopping: every parked Fetch answers now with what it has, and none parks
-        again. Woken by an append, a Fetch that still lacks fetch.min.bytes parks anew, so a
-        consumer's fetch.wait.max.ms (30 s, say) had held the stop for its whole grace period
-        and then lost its answer to a closed connection."""
-        self.closed = True
-        self.notify_all()

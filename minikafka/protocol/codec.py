@@ -364,10 +364,10 @@ def _check_bounds(cls: type[Any], frame: bytes, pos: int) -> None:
         raise FramingError(f"{cls.__name__}: a length past the end of the request")
 
 
-def _header_walk(frame: bytes, flexible: bool, out: bytearray | None = None) -> int:
+def _header_walk(frame: bytes, flexible: bool) -> int:
     """End of the request header. Header v2 keeps client_id as a legacy int16 string and defines
     no tagged fields, so every tagged field there is unknown."""
-    if out is None and len(frame) >= _CLIENT_ID_AT:
+    if len(frame) >= _CLIENT_ID_AT:
         # The header of nearly every request: a client id that fits and, flexible, an empty
         # tagged-field section (one zero byte). Anything else takes the walk below, which names
         # the fault; both give the same end for the same bytes (issue 17: 1.5 us per request).
@@ -378,7 +378,7 @@ def _header_walk(frame: bytes, flexible: bool, out: bytearray | None = None) -> 
                 return pos
             if pos < len(frame) and frame[pos] == 0:
                 return pos + 1
-    return _header_walk_full(frame, flexible, out)
+    return _header_walk_full(frame, flexible)
 
 
 def _header_walk_full(frame: bytes, flexible: bool, out: bytearray | None = None) -> int:
@@ -405,7 +405,7 @@ def _header_walk_full(frame: bytes, flexible: bool, out: bytearray | None = None
 def _without_unknown_tags(frame: bytes, cls: type[Any]) -> bytes:
     """The request frame with every tagged field its schema does not define left out."""
     out = bytearray()
-    end = _bounds_checker(cls)(frame, _header_walk(frame, bool(cls.__flexible__), out), out)
+    end = _bounds_checker(cls)(frame, _header_walk_full(frame, bool(cls.__flexible__), out), out)
     out += frame[end:]
     return bytes(out)
 

@@ -421,12 +421,11 @@ class PartitionLog:
         seg = self.active
         if seg.size == 0:
             return
-        if len(batches) == 1:  # a producer's batch: without two generator passes (issue 17)
-            h = batches[0][1]
-            max_ts, last_delta = h.max_timestamp, h.last_offset_delta + 1
-        else:
-            max_ts = max(h.max_timestamp for _, h in batches)
-            last_delta = sum(h.last_offset_delta + 1 for _, h in batches)
+        max_ts, last_delta = batches[0][1].max_timestamp, 0
+        for _, h in batches:  # one pass, no generators: this runs for every append (issue 17)
+            if h.max_timestamp > max_ts:
+                max_ts = h.max_timestamp
+            last_delta += h.last_offset_delta + 1
         reason = None
         # internal.segment.bytes overrides segment.bytes where set (Kafka's LogConfig.segmentSize).
         limit = self.config.get("internal.segment.bytes")

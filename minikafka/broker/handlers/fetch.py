@@ -49,21 +49,12 @@ class FetchHandler:
             watched = [w.tp for w in context.partitions]
             loop = asyncio.get_running_loop()
             deadline = loop.time() + max_wait_ms / 1000
-            while True:
-                remaining = deadline - loop.time()
-                if remaining <= 0 or self.svc.purgatory.closed:
-                    break
-                fut = self.svc.purgatory.watch(watched)
-                try:
-                    await asyncio.wait_for(fut, remaining)
-                except TimeoutError:
-                    parts = self._read(req, context)[0]
-                    break
-                finally:
-                    self.svc.purgatory.unwatch(watched, fut)
+            while await self.svc.purgatory.wait(watched, deadline - loop.time()):
                 parts, total = self._read(req, context)
                 if total >= req.min_bytes or _has_error(parts):
                     break
+            else:  # max_wait passed, or the broker is stopping: what there is now
+                parts = self._read(req, context)[0]
         return self._answer(req, context, parts)
 
     def _context(self, ctx: RequestContext, req: Any) -> FetchContext:

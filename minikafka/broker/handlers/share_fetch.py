@@ -120,16 +120,10 @@ class ShareFetchHandler:
         while True:
             fetched = await self._acquire(share, gid, mid, wanted, req)
             remaining = deadline - loop.time()
-            if any(a.ranges or a.error is not ErrorCode.none for a in fetched.values()) or remaining <= 0 or not tps \
-                    or self.svc.purgatory.closed:  # the broker is stopping: answer what there is
+            if any(a.ranges or a.error is not ErrorCode.none for a in fetched.values()) or remaining <= 0 or not tps:
                 return fetched
-            fut = self.svc.purgatory.watch(tps)
-            try:
-                await asyncio.wait_for(fut, remaining)
-            except TimeoutError:
+            if not await self.svc.purgatory.wait(tps, remaining):  # max_wait passed, or the broker stops
                 return await self._acquire(share, gid, mid, wanted, req)
-            finally:
-                self.svc.purgatory.unwatch(tps, fut)
 
     async def _acquire(self, share: SharePartitionManager, gid: str, mid: str,
                        wanted: list[Wanted], req: Any
