@@ -263,3 +263,45 @@ async def test_after_the_thread_stopped_an_open_outlet_drops_answers_and_never_w
     server.close()
     await server.wait_closed()
     assert outcome == ["reset"]
+
+
+def test_an_answer_to_another_connection_than_the_last_needs_ten_times_the_quiet_gap() -> None:
+    """The inline path is for a lone client's round trips. With many clients the loop is busy even
+    when its answers are spaced, so an answer for another connection than the previous one is
+    handed to the thread unless ten gaps have passed (issue 17: 1,000 transactional producers)."""
+    gap_s = 0.2  # long, so a busy machine cannot stretch "just after" past ten of them
+    st = send_mod.SendThread(inline_gap_us=int(gap_s * 1e6))
+    socks = [socket.socketpair() for _ in range(2)]
+    try:
+        for a, _ in socks:
+            a.setblocking(False)
+        key_a, key_b = (st.attach(a.fileno()) for a, _ in socks)
+
+        def inline_after(key: int, pause_s: float) -> bool:
+            before = st.stats()["inline_sends"]
+            threading.Event().wait(pause_s)  # the time since the previous answer is what is tested
+            st.send(key, b"x")
+            return st.stats()["inline_sends"] > before
+
+        assert inline_after(key_a, gap_s * 1.5)       # quiet, and the first answer: no previous one
+        assert inline_after(key_a, gap_s * 1.5)       # quiet, the same connection again
+        assert not inline_after(key_b, gap_s * 1.5)   # another connection: handed over
+        assert inline_after(key_b, gap_s * 1.5)       # the same connection as the previous answer
+        assert not inline_after(key_a, 0)             # not quiet at all
+        for _, b in socks:  # every answer arrived, whichever path it took
+            assert _read_exactly(b, 2 if b is socks[1][1] else 3) == b"x" * (2 if b is socks[1][1] else 3)
+    finally:
+        st.close()
+        for a, b in socks:
+            a.close()
+            b.close()
+
+
+def _read_exactly(sock: socket.socket, n: int) -> bytes:
+    sock.settimeout(10)
+    out = b""
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        assert chunk, "the socket closed before every answer arrived"
+        out += chunk
+    return out
