@@ -23,6 +23,7 @@ from minikafka.protocol.errors import FramingError, UnsupportedVersion
 from minikafka.protocol.fetch_response import encode_fetch_response
 from minikafka.protocol.metadata_response import encode_metadata_response
 from minikafka.protocol.produce_response import encode_produce_response
+from minikafka.protocol.txn_responses import encode_add_partitions_to_txn_response, encode_end_txn_response
 from minikafka.protocol.wire_write import Gathered
 
 API_VERSIONS_KEY = 18
@@ -32,6 +33,8 @@ DIRECT_WRITERS: dict[int, Callable[[int, int, Any], bytes | Gathered | None]] = 
     0: encode_produce_response,
     1: encode_fetch_response,
     3: encode_metadata_response,
+    24: encode_add_partitions_to_txn_response,
+    26: encode_end_txn_response,
 }
 
 _PREFIX = struct.Struct(">hhi")

@@ -1,5 +1,5 @@
 """Small writers of Kafka's wire primitives, for the responses minikafka writes without kio
-(produce_response, fetch_response, metadata_response) and the coordinators' records. Each returns
+(produce_response, fetch_response, metadata_response, txn_responses) and the coordinators' records. Each returns
 bytes the caller joins."""
 
 from __future__ import annotations
