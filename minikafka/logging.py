@@ -38,7 +38,7 @@ class LoggerLevels:
     def __init__(self, root: str = "INFO") -> None:
         self._root = root
         self._set: dict[str, str] = {}
-        self._numeric: dict[str, int] = {}  # effective levels as numbers, cleared on every change
+        self._numeric: dict[str, int] = {}  # effective levels as numbers, replaced on every change
 
     @property
     def root(self) -> str:
@@ -47,7 +47,7 @@ class LoggerLevels:
     @root.setter
     def root(self, level: str) -> None:
         self._root = level
-        self._numeric.clear()
+        self._numeric = {}
 
     def effective(self, name: str) -> str:
         while name:
@@ -58,9 +58,10 @@ class LoggerLevels:
 
     def numeric(self, name: str) -> int:
         """effective() as Python's number, from a cache (asked on every log call)."""
-        level = self._numeric.get(name)
+        cache = self._numeric  # a change meanwhile (another thread) replaces it: nothing stale stays
+        level = cache.get(name)
         if level is None:
-            level = self._numeric[name] = KAFKA_LEVELS[self.effective(name)]
+            level = cache[name] = KAFKA_LEVELS[self.effective(name)]
         return level
 
     def set(self, name: str, level: str) -> None:
@@ -68,11 +69,11 @@ class LoggerLevels:
             self.root = level
         else:
             self._set[name] = level
-            self._numeric.clear()
+            self._numeric = {}
 
     def unset(self, name: str) -> None:
         self._set.pop(name, None)
-        self._numeric.clear()
+        self._numeric = {}
 
     def drop_below_level(self, logger: Any, method_name: str, event_dict: Any) -> Any:
         """A structlog processor: drop an event below its logger's level."""

@@ -399,7 +399,7 @@ static PyObject *st_send(SendThread *st, PyObject *const *args, Py_ssize_t nargs
      * answers are spaced (1,000 transactional producers: ~140 us apart at 99 % CPU), and each
      * inline loopback send costs it the receiver's whole TCP path. */
     int quiet = st->inline_gap_ns < 0 ||
-                (gap > st->inline_gap_ns && (fd == st->last_send_fd || gap > 10 * st->inline_gap_ns));
+                (gap > st->inline_gap_ns && (fd == st->last_send_fd || gap / 10 > st->inline_gap_ns));
     st->last_send_ns = now;
     st->last_send_fd = fd;
     if (quiet && len > 0 && !st->stop) {

@@ -283,7 +283,7 @@ def test_an_answer_to_another_connection_than_the_last_needs_ten_times_the_quiet
             st.send(key, b"x")
             return st.stats()["inline_sends"] > before
 
-        assert inline_after(key_a, gap_s * 1.5)       # quiet, and the first answer: no previous one
+        assert inline_after(key_a, gap_s * 1.5)       # quiet: the first answer (the clock's start is long ago)
         assert inline_after(key_a, gap_s * 1.5)       # quiet, the same connection again
         assert not inline_after(key_b, gap_s * 1.5)   # another connection: handed over
         assert inline_after(key_b, gap_s * 1.5)       # the same connection as the previous answer
