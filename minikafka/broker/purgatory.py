@@ -11,7 +11,7 @@ from minikafka.protocol.types import TopicPartition
 class FetchPurgatory:
     def __init__(self) -> None:
         self._waiters: dict[TopicPartition, set[asyncio.Future[None]]] = {}
-        self.closed = False  # the broker is stopping: nothing parks any more
+        self._closed = False  # the broker is stopping: nothing parks any more
 
     async def wait(self, partitions: Sequence[TopicPartition], timeout: float) -> bool:
         """Park until the next append to any of the partitions: True. False when `timeout`
@@ -19,7 +19,7 @@ class FetchPurgatory:
         an append, a Fetch still short of fetch.min.bytes parks again; at a stop it must not, or
         a consumer's fetch.wait.max.ms held the stop for its whole grace period and then lost its
         answer to a closed connection.)"""
-        if self.closed or timeout <= 0:
+        if self._closed:
             return False
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         for tp in partitions:
@@ -35,7 +35,7 @@ class FetchPurgatory:
                     waiters.discard(fut)
                     if not waiters:
                         del self._waiters[tp]
-        return not self.closed
+        return not self._closed
 
     @property
     def parked(self) -> int:
@@ -51,6 +51,6 @@ class FetchPurgatory:
 
     def close(self) -> None:
         """The broker is stopping: every parked Fetch answers now with what it has."""
-        self.closed = True
+        self._closed = True
         for tp in list(self._waiters):
             self.notify(tp)

@@ -49,12 +49,13 @@ class FetchHandler:
             watched = [w.tp for w in context.partitions]
             loop = asyncio.get_running_loop()
             deadline = loop.time() + max_wait_ms / 1000
-            while await self.svc.purgatory.wait(watched, deadline - loop.time()):
+            while (remaining := deadline - loop.time()) > 0:  # none left: the last read is the answer
+                if not await self.svc.purgatory.wait(watched, remaining):
+                    parts = self._read(req, context)[0]  # max_wait passed, or the broker stops
+                    break
                 parts, total = self._read(req, context)
                 if total >= req.min_bytes or _has_error(parts):
                     break
-            else:  # max_wait passed, or the broker is stopping: what there is now
-                parts = self._read(req, context)[0]
         return self._answer(req, context, parts)
 
     def _context(self, ctx: RequestContext, req: Any) -> FetchContext:
