@@ -50,7 +50,7 @@ def test_debug_lines_follow_the_level_set_at_run_time(captured: io.StringIO) -> 
     assert [e for e in ("hidden_at_info", "hidden_at_warn", "hidden_info_at_warn") if e in text] == []
 
 
-def test_a_dropped_debug_call_never_reaches_the_processors(captured: io.StringIO) -> None:
+def test_a_call_below_its_loggers_level_never_reaches_the_processors(captured: io.StringIO) -> None:
     seen: list[str] = []
 
     def spy(logger: object, method_name: str, event_dict: dict) -> dict:
@@ -61,4 +61,9 @@ def test_a_dropped_debug_call_never_reaches_the_processors(captured: io.StringIO
     log = structlog.get_logger("minikafka.storage")
     log.debug("below_level")
     log.info("at_level")
-    assert seen == ["at_level"]
+    mk_logging.LEVELS.set("minikafka.storage", "WARN")
+    log.info("info_below_warn")
+    log.log(20, "log_info_below_warn")
+    log.warning("warning_at_warn")
+    log.exception("exception_above_warn")
+    assert seen == ["at_level", "warning_at_warn", "exception_above_warn"]
