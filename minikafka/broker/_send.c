@@ -361,10 +361,11 @@ static PyObject *st_attach(SendThread *st, PyObject *arg)
 }
 
 /* The inline path: when the loop is not busy (the previous answer left more than inline_gap_ns
- * ago, or ten times that for another connection; see st_send) and nothing of this connection is queued, the loop's thread sends the answer itself, as
- * its transport would: at one connection a hand-over would only add the thread's wake-up to
- * every round trip. Returns how many bytes went out, or -errno. Called with the lock not held;
- * only the event loop's thread calls send(), so nothing is queued behind this one meanwhile. */
+ * ago, or ten times that for another connection; see st_send) and nothing of this connection is
+ * queued, the loop's thread sends the answer itself, as its transport would: at one connection a
+ * hand-over would only add the thread's wake-up to every round trip. Returns how many bytes went
+ * out, or -errno. Called with the lock not held; only the event loop's thread calls send(), so
+ * nothing is queued behind this one meanwhile. */
 static ssize_t send_inline(int fd, const char *buf, size_t len)
 {
     ssize_t sent;

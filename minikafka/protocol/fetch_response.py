@@ -55,7 +55,7 @@ def encode_fetch_response(version: int, correlation_id: int, response: Any) -> b
     if by_id and getattr(response, "node_endpoints", ()):
         return None  # v16+'s tagged leader endpoints: never set on one node, kio writes them
     flexible = version >= FIRST_FLEXIBLE
-    throttle_ms = round(response.throttle_time.total_seconds() * 1000)
+    throttle_ms = w.throttle_ms(response.throttle_time)
     head = [w.I32.pack(correlation_id)]
     if flexible:
         head.append(b"\x00")  # response header v1: no tagged fields

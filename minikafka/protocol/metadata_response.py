@@ -69,7 +69,7 @@ def encode_metadata_response(version: int, correlation_id: int, response: Any) -
     if flexible:
         out.append(b"\x00")  # response header v1: no tagged fields
     if version >= 3:
-        out.append(_I32.pack(round(response.throttle_time.total_seconds() * 1000)))
+        out.append(_I32.pack(w.throttle_ms(response.throttle_time)))
     out.append(w.array_length(len(response.brokers), flexible))
     for b in response.brokers:
         out.append(_I32.pack(b.node_id))

@@ -19,6 +19,7 @@ from minikafka.protocol.wire_write import I32 as _I32
 from minikafka.protocol.wire_write import array_length as _array_length
 from minikafka.protocol.wire_write import nullable_string as _nullable_string
 from minikafka.protocol.wire_write import string as _string
+from minikafka.protocol.wire_write import throttle_ms as _throttle_ms
 
 # index, error code, base offset, log append time
 _PARTITION_V3 = struct.Struct(">ihqq")
@@ -75,7 +76,7 @@ def encode_produce_response(version: int, correlation_id: int, response: Any) ->
                 out.append(b"\x00")
         if flexible:
             out.append(b"\x00")
-    out.append(_I32.pack(round(response.throttle_time.total_seconds() * 1000)))
+    out.append(_I32.pack(_throttle_ms(response.throttle_time)))
     if flexible:
         out.append(b"\x00")
     data = b"".join(out)

@@ -16,6 +16,7 @@ from typing import Any
 from minikafka.protocol.wire_write import I32 as _I32
 from minikafka.protocol.wire_write import array_length as _array_length
 from minikafka.protocol.wire_write import string as _string
+from minikafka.protocol.wire_write import throttle_ms as _throttle_ms
 
 ADD_PARTITIONS_VERSIONS = range(0, 4)  # v4+ (the brokers' batched form) is not served
 ADD_PARTITIONS_FIRST_FLEXIBLE = 3
@@ -24,12 +25,8 @@ END_TXN_FIRST_FLEXIBLE = 3
 END_TXN_WITH_PRODUCER = 5  # transactions v2: the producer id and epoch to go on with
 
 _PARTITION = struct.Struct(">ih")  # partition index, error code
-_THROTTLE_ERROR = struct.Struct(">iih")  # correlation id, throttle time, error code
-_PRODUCER = struct.Struct(">qh")
-
-
-def _millis(throttle_time: Any) -> int:
-    return round(throttle_time.total_seconds() * 1000)
+_THROTTLE_ERROR = struct.Struct(">ih")  # throttle time, error code
+_PRODUCER = struct.Struct(">qh")  # producer id, producer epoch
 
 
 def encode_add_partitions_to_txn_response(version: int, correlation_id: int, response: Any) -> bytes | None:
@@ -40,7 +37,7 @@ def encode_add_partitions_to_txn_response(version: int, correlation_id: int, res
     flexible = version >= ADD_PARTITIONS_FIRST_FLEXIBLE
     no_tags = b"\x00" if flexible else b""  # each flexible struct ends in its (empty) tagged fields
     out = [_I32.pack(correlation_id), no_tags,  # the response header v1's, when flexible
-           _I32.pack(_millis(response.throttle_time)),
+           _I32.pack(_throttle_ms(response.throttle_time)),
            _array_length(len(response.results_by_topic_v3_and_below), flexible)]
     for topic in response.results_by_topic_v3_and_below:
         out.append(_string(topic.name, flexible))
@@ -59,10 +56,10 @@ def encode_end_txn_response(version: int, correlation_id: int, response: Any) ->
     this writer does not know (kio writes it)."""
     if version not in END_TXN_VERSIONS:
         return None
-    flexible = version >= END_TXN_FIRST_FLEXIBLE
-    head = _THROTTLE_ERROR.pack(correlation_id, _millis(response.throttle_time), response.error_code)
-    if flexible:  # the header's tagged fields sit between the correlation id and the body
-        head = head[:4] + b"\x00" + head[4:]
-    body = _PRODUCER.pack(response.producer_id, response.producer_epoch) if version >= END_TXN_WITH_PRODUCER else b""
-    data = head + body + (b"\x00" if flexible else b"")
+    no_tags = b"\x00" if version >= END_TXN_FIRST_FLEXIBLE else b""
+    data = b"".join((_I32.pack(correlation_id), no_tags,  # the response header v1's, when flexible
+                     _THROTTLE_ERROR.pack(_throttle_ms(response.throttle_time), response.error_code),
+                     _PRODUCER.pack(response.producer_id, response.producer_epoch)
+                     if version >= END_TXN_WITH_PRODUCER else b"",
+                     no_tags))
     return _I32.pack(len(data)) + data

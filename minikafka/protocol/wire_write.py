@@ -1,11 +1,12 @@
 """Small writers of Kafka's wire primitives, for the responses minikafka writes without kio
-(produce_response, fetch_response, metadata_response, txn_responses) and the coordinators' records. Each returns
-bytes the caller joins."""
+(produce_response, fetch_response, metadata_response, txn_responses) and the coordinators'
+records. Each returns bytes the caller joins."""
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
+from typing import Any
 
 I16 = struct.Struct(">h")
 I32 = struct.Struct(">i")
@@ -54,6 +55,11 @@ def nullable_string(s: str | None, flexible: bool) -> bytes:
     if s is None:
         return b"\x00" if flexible else b"\xff\xff"
     return string(s, flexible)
+
+
+def throttle_ms(throttle_time: Any) -> int:
+    """A response's throttle_time (a timedelta) in whole milliseconds, rounded as kio writes it."""
+    return round(throttle_time.total_seconds() * 1000)
 
 
 def array_length(n: int, flexible: bool) -> bytes:

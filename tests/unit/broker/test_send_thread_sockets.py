@@ -18,6 +18,8 @@ from collections.abc import Iterator
 import pytest
 
 send_mod = pytest.importorskip("minikafka.broker._send", reason="the compiled send thread is not built")
+from clients import wait_until  # noqa: E402
+
 from minikafka.broker import send_thread  # noqa: E402
 
 pytestmark = pytest.mark.unit
@@ -36,13 +38,7 @@ class Pair:
         self.key = self.st.attach(self.a.fileno())
 
     def read(self, n: int) -> bytearray:
-        out = bytearray()
-        while len(out) < n:
-            chunk = self.b.recv(1 << 20)
-            if not chunk:
-                break
-            out += chunk
-        return out
+        return _read(self.b, n)
 
     def wait_drained(self, timeout: float = 10.0) -> list[int]:
         """Block on the eventfd the event loop would watch, then collect drained()."""
@@ -54,6 +50,17 @@ class Pair:
         self.st.close()
         self.a.close()
         self.b.close()
+
+
+def _read(sock: socket.socket, n: int) -> bytearray:
+    """Up to n bytes from a blocking socket: fewer only if it closes first."""
+    out = bytearray()
+    while len(out) < n:
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            break
+        out += chunk
+    return out
 
 
 @pytest.fixture(params=list(PATHS))
@@ -278,8 +285,11 @@ def test_an_answer_to_another_connection_than_the_last_needs_ten_times_the_quiet
         key_a, key_b = (st.attach(a.fileno()) for a, _ in socks)
 
         def inline_after(key: int, pause_s: float) -> bool:
+            # What went to the thread before has left (a condition, not the pause): only the time
+            # since the previous answer decides.
+            wait_until(lambda: st.pending(key) == 0, 10, "the thread sent what it was handed")
             before = st.stats()["inline_sends"]
-            threading.Event().wait(pause_s)  # the time since the previous answer is what is tested
+            threading.Event().wait(pause_s)  # the gap since the previous answer is what is tested
             st.send(key, b"x")
             return st.stats()["inline_sends"] > before
 
@@ -288,20 +298,12 @@ def test_an_answer_to_another_connection_than_the_last_needs_ten_times_the_quiet
         assert not inline_after(key_b, gap_s * 1.5)   # another connection: handed over
         assert inline_after(key_b, gap_s * 1.5)       # the same connection as the previous answer
         assert not inline_after(key_a, 0)             # not quiet at all
-        for _, b in socks:  # every answer arrived, whichever path it took
-            assert _read_exactly(b, 2 if b is socks[1][1] else 3) == b"x" * (2 if b is socks[1][1] else 3)
+        for (_, b), n in zip(socks, (3, 2), strict=True):  # every answer arrived, whichever path
+            b.settimeout(10)
+            assert _read(b, n) == b"x" * n
     finally:
         st.close()
         for a, b in socks:
             a.close()
             b.close()
 
-
-def _read_exactly(sock: socket.socket, n: int) -> bytes:
-    sock.settimeout(10)
-    out = b""
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        assert chunk, "the socket closed before every answer arrived"
-        out += chunk
-    return out
