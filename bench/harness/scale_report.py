@@ -85,6 +85,7 @@ def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def render(doc: dict[str, Any], out: Path) -> str:
     brokers = doc["meta"]["brokers"]
+    cpus = doc["meta"].get("machine", {}).get("cpus")
     lines = [f"# Scale curves ({doc['meta'].get('elapsed_s', 0) / 60:.0f} min run)", "",
              f"Machine: {doc['meta'].get('machine', {}).get('cpu_model', '?')}, "
              f"{doc['meta'].get('machine', {}).get('cpus', '?')} CPUs. Points: `{doc['meta'].get('points')}`.", "",
@@ -121,6 +122,9 @@ def render(doc: dict[str, Any], out: Path) -> str:
             bound = [b for b in brokers if (per[b].get(p, {}).get("client_cpu_pct") or 0) >= 90]
             if bound:  # the client process used a whole core: the point measures the client too
                 row[0] += " (client-bound: " + ", ".join(bound) + ")"
+            full = [b for b in brokers if b not in bound and _saturated(per[b].get(p, {}), cpus)]
+            if full:  # broker and client together used the machine: more cores were not to be had
+                row[0] += " (machine saturated: " + ", ".join(full) + ")"
             lines.append("| " + " | ".join(row) + " |")
         errors = [f"- {b} @{p}: {per[b][p]['error']}" for b in brokers for p in sorted(per[b]) if "error" in per[b][p]]
         lines += [""] + errors + ([""] if errors else []) + [f"![{curve}]({curve}.png)", ""]
@@ -128,6 +132,12 @@ def render(doc: dict[str, Any], out: Path) -> str:
     text = "\n".join(lines)
     (out / "scale.md").write_text(text)
     return text
+
+
+def _saturated(sample: dict[str, Any], cpus: int | None) -> bool:
+    """Broker and client together at 90 % or more of every core the machine has."""
+    broker, client = sample.get("broker_cpu_pct"), sample.get("client_cpu_pct")
+    return bool(cpus) and broker is not None and client is not None and broker + client >= 90 * cpus
 
 
 def _chart(curve: str, what: str, unit: str, per: dict[str, dict[int, dict[str, Any]]], out: Path) -> None:
