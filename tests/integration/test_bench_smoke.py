@@ -122,3 +122,13 @@ def test_scale_smoke_run_writes_every_curve(harness_runs) -> None:
         assert all(s["value"] is not None and s["value"] >= 0 for s in doc["samples"] if s["curve"] == curve)
         assert f"## {curve}:" in report
         assert (out / f"{curve}.png").stat().st_size > 0
+
+
+def test_floor_server_answers_the_connections_client(tmp_path: Path) -> None:
+    """bench/harness/floor.py: the canned server answers the curve's own client, and the run
+    reports the server's CPU per request (the floor under any Python request path)."""
+    from bench.harness.floor import measure
+
+    (row,) = measure("floor", [2], 0.3, tmp_path)
+    assert row["value"] > 0 and row["p99_ms"] > 0
+    assert row["broker_cpu_us_per_request"] > 0 and row["client_cpu_pct"] > 0
