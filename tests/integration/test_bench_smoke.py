@@ -131,4 +131,5 @@ def test_floor_server_answers_the_connections_client(tmp_path: Path) -> None:
 
     (row,) = measure("floor", [2], 0.3, tmp_path)
     assert row["value"] > 0 and row["p99_ms"] > 0
-    assert row["broker_cpu_us_per_request"] > 0 and row["client_cpu_pct"] > 0
+    # CPU comes from /proc in clock ticks (10 ms): a short run on a busy machine may show none.
+    assert row["broker_cpu_us_per_request"] >= 0 and row["client_cpu_pct"] >= 0
