@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import socket
 import struct
 import subprocess
@@ -23,6 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from . import procstat
+from .brokers import BROKERS, free_port
 
 _SIZE = struct.Struct(">i")
 
@@ -66,9 +68,7 @@ class _Floor:
     """The canned server as the curve's `Broker` (port, cpu_seconds, memory, stop)."""
 
     def __init__(self) -> None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
         self.proc = subprocess.Popen([sys.executable, "-m", "bench.harness.floor", "--serve", str(self.port)],
                                      cwd=Path(__file__).resolve().parents[2])
@@ -83,11 +83,10 @@ class _Floor:
                 time.sleep(0.05)
 
     def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return procstat.cpu_seconds(self.proc.pid)
 
     def memory(self) -> dict[str, float]:
-        return {}
+        return procstat.memory_mb(self.proc.pid)
 
     def stop(self) -> None:
         self.proc.kill()
@@ -95,7 +94,6 @@ class _Floor:
 
 
 def measure(kind: str, connections: list[int], seconds: float, workdir: Path) -> list[dict[str, Any]]:
-    from .brokers import BROKERS
     from .scale import active_connections, create_topics
 
     rows = []
@@ -104,8 +102,7 @@ def measure(kind: str, connections: list[int], seconds: float, workdir: Path) ->
             b: Any = _Floor()
         else:
             b = BROKERS[kind](Path(d))
-            b.prepare()
-            b.start()
+            b.start()  # prepares (Kafka: formats the storage) first
         try:
             if kind != "floor":
                 create_topics(b.bootstrap, {"conns": 1})
@@ -133,8 +130,6 @@ def main(argv: list[str] | None = None) -> int:
         serve(args.serve)
         return 0
     if "kafka" in args.brokers.split(","):
-        from .brokers import BROKERS
-
         BROKERS["kafka"].ensure_jars()  # type: ignore[attr-defined]
     connections = [int(x) for x in args.connections.split(",")]
     for kind in args.brokers.split(","):
