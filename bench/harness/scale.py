@@ -419,7 +419,7 @@ class Scale:
         the time from the first subscribe until each member holds exactly one partition; the median
         of `group_member_runs` new groups (each run's time is kept)."""
         b = self.broker(name, "group_members")
-        runs = int(self.p.get("group_member_runs", 1))
+        runs = int(self.p["group_member_runs"])  # every profile names it
         try:
             for n in self.p["group_members"]:
                 topic = f"members-{n}"
