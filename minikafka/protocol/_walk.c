@@ -12,6 +12,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 #define MISSING_KEY 1
 #define TIMESTAMP_OUT_OF_RANGE 2
@@ -42,14 +43,19 @@ static int read_varint(const uint8_t **pp, const uint8_t *end, int max_bytes, in
 #define VARINT(target, limit, nbytes, nbits)                                                   \
     do {                                                                                       \
         int rc_ = read_varint(&p, (limit), (nbytes), (nbits), &(target));                      \
-        if (rc_ == 1) {                                                                        \
-            fault = PyUnicode_FromString("premature end of record");                           \
-            goto done;                                                                         \
-        }                                                                                      \
-        if (rc_ == 2) {                                                                        \
-            fault = PyUnicode_FromFormat("varint longer than %d bytes", (nbytes));             \
-            goto done;                                                                         \
-        }                                                                                      \
+        if (rc_ == 1)                                                                          \
+            FAULT("premature end of record");                                                  \
+        if (rc_ == 2)                                                                          \
+            FAULT("varint longer than %d bytes", (nbytes));                                    \
+    } while (0)
+
+/* A fault ends the walk: quiet walks only say so, loud ones say why (the Python reference's text). */
+#define FAULT(...)                                                                             \
+    do {                                                                                       \
+        rc = 1;                                                                                \
+        if (!quiet)                                                                            \
+            fault = PyUnicode_FromFormat(__VA_ARGS__);                                         \
+        goto done;                                                                             \
     } while (0)
 
 static int add_bad(PyObject **bad, long long index, int kind, long long ts)
@@ -76,6 +82,112 @@ static int as_i64(PyObject *o, int64_t *out)
     return 0;
 }
 
+struct walk_result {
+    int64_t max_ts, match_delta, match_ts;
+    PyObject *fault; /* new reference or NULL (loud walks only) */
+    PyObject *bad;   /* new reference or NULL (loud walks only) */
+};
+
+/* The walk of `count` records in [base, base + len). Returns 0 when every record is sound and
+ * none is bad; 1 when one is not (a loud walk then holds the fault's text in out->fault, or the
+ * bad records in out->bad, and goes on past bad records as the reference does; a quiet walk stops
+ * at the first and builds nothing); -1 on a Python error. */
+static int walk_core(const uint8_t *base, Py_ssize_t len, int64_t count, int64_t base_ts, int64_t ts_low,
+                     int64_t ts_high, int key_required, int64_t target, int quiet, struct walk_result *out)
+{
+    const uint8_t *end = base + len;
+    const uint8_t *p = base;
+    int64_t max_ts = -1, match_delta = -1, match_ts = -1;
+    PyObject *fault = NULL;
+    PyObject *bad = NULL;
+    int rc = 0;
+
+    int64_t i = 0;
+    while (i < count) {
+        if (p >= end)
+            FAULT("Incorrect declared batch size, premature EOF reached at record %lld of %lld",
+                  (long long)i, (long long)count);
+        int64_t size, ts_delta, offset_delta, key_len, value_len, n_headers;
+        VARINT(size, end, 5, 32);
+        if (size < 0 || size > end - p)
+            FAULT("Invalid record size %lld at record %lld: %zd bytes remain in the batch",
+                  (long long)size, (long long)i, (Py_ssize_t)(end - p));
+        const uint8_t *start = p;
+        const uint8_t *rec_end = p + size;
+        if (p >= rec_end)
+            FAULT("Invalid record size %lld at record %lld", (long long)size, (long long)i);
+        p += 1; /* attributes */
+        VARINT(ts_delta, rec_end, 10, 64);
+        VARINT(offset_delta, rec_end, 5, 32);
+        VARINT(key_len, rec_end, 5, 32);
+        if (key_len < -1 || key_len > rec_end - p)
+            FAULT("Invalid key length %lld at record %lld", (long long)key_len, (long long)i);
+        if (key_len > 0)
+            p += key_len;
+        VARINT(value_len, rec_end, 5, 32);
+        if (value_len < -1 || value_len > rec_end - p)
+            FAULT("Invalid value length %lld at record %lld", (long long)value_len, (long long)i);
+        if (value_len > 0)
+            p += value_len;
+        VARINT(n_headers, rec_end, 5, 32);
+        if (n_headers < 0 || n_headers > rec_end - p)
+            FAULT("Found invalid number of record headers %lld at record %lld", (long long)n_headers,
+                  (long long)i);
+        for (int64_t h = 0; h < n_headers; h++) {
+            int64_t hk, hv;
+            VARINT(hk, rec_end, 5, 32);
+            if (hk < 0 || hk > rec_end - p)
+                FAULT("Invalid header key size %lld at record %lld", (long long)hk, (long long)i);
+            p += hk;
+            VARINT(hv, rec_end, 5, 32);
+            if (hv < -1 || hv > rec_end - p)
+                FAULT("Invalid header value size %lld at record %lld", (long long)hv, (long long)i);
+            if (hv > 0)
+                p += hv;
+        }
+        if (p != rec_end)
+            FAULT("Invalid record size: expected to read %lld bytes in record payload, "
+                  "but instead read %zd (record %lld)",
+                  (long long)size, (Py_ssize_t)(p - start), (long long)i);
+        if (offset_delta != i)
+            FAULT("record %lld has offset delta %lld; the deltas of a batch must run "
+                  "0, 1, ..., count - 1", (long long)i, (long long)offset_delta);
+        int64_t ts = (int64_t)((uint64_t)base_ts + (uint64_t)ts_delta);
+        if (ts > max_ts)
+            max_ts = ts;
+        int missing_key = key_required && key_len < 0;
+        int out_of_range = ts != -1 && (ts < ts_low || ts > ts_high);
+        if (missing_key || out_of_range) {
+            rc = 1;
+            if (quiet)
+                goto done;
+            if ((missing_key && add_bad(&bad, i, MISSING_KEY, ts) < 0) ||
+                (out_of_range && add_bad(&bad, i, TIMESTAMP_OUT_OF_RANGE, ts) < 0)) {
+                rc = -1;
+                goto done;
+            }
+        }
+        if (match_delta < 0 && target >= 0 && ts >= target) {
+            match_delta = i;
+            match_ts = ts;
+        }
+        i++;
+    }
+    if (p != end)
+        FAULT("Incorrect declared batch size, records still remaining in file "
+              "(%zd bytes after record %lld)", (Py_ssize_t)(end - p), (long long)(count - 1));
+
+done:
+    if (PyErr_Occurred())
+        rc = -1;
+    out->max_ts = max_ts;
+    out->match_delta = match_delta;
+    out->match_ts = match_ts;
+    out->fault = fault;
+    out->bad = bad;
+    return rc;
+}
+
 static PyObject *walk_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
@@ -93,127 +205,295 @@ static PyObject *walk_records(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;
-
-    const uint8_t *base = (const uint8_t *)view.buf;
-    const uint8_t *end = base + view.len;
-    const uint8_t *p = base;
-    int64_t max_ts = -1, match_delta = -1, match_ts = -1;
-    PyObject *fault = NULL;
-    PyObject *bad = NULL;
-    int failed = 0;
-
-    int64_t i = 0;
-    while (i < count) {
-        if (p >= end) {
-            fault = PyUnicode_FromFormat("Incorrect declared batch size, premature EOF reached at record %lld of %lld",
-                                         (long long)i, (long long)count);
-            goto done;
-        }
-        int64_t size, ts_delta, offset_delta, key_len, value_len, n_headers;
-        VARINT(size, end, 5, 32);
-        if (size < 0 || size > end - p) {
-            fault = PyUnicode_FromFormat("Invalid record size %lld at record %lld: %zd bytes remain in the batch",
-                                         (long long)size, (long long)i, (Py_ssize_t)(end - p));
-            goto done;
-        }
-        const uint8_t *start = p;
-        const uint8_t *rec_end = p + size;
-        if (p >= rec_end) {
-            fault = PyUnicode_FromFormat("Invalid record size %lld at record %lld", (long long)size, (long long)i);
-            goto done;
-        }
-        p += 1; /* attributes */
-        VARINT(ts_delta, rec_end, 10, 64);
-        VARINT(offset_delta, rec_end, 5, 32);
-        VARINT(key_len, rec_end, 5, 32);
-        if (key_len < -1 || key_len > rec_end - p) {
-            fault = PyUnicode_FromFormat("Invalid key length %lld at record %lld", (long long)key_len, (long long)i);
-            goto done;
-        }
-        if (key_len > 0)
-            p += key_len;
-        VARINT(value_len, rec_end, 5, 32);
-        if (value_len < -1 || value_len > rec_end - p) {
-            fault = PyUnicode_FromFormat("Invalid value length %lld at record %lld", (long long)value_len,
-                                         (long long)i);
-            goto done;
-        }
-        if (value_len > 0)
-            p += value_len;
-        VARINT(n_headers, rec_end, 5, 32);
-        if (n_headers < 0 || n_headers > rec_end - p) {
-            fault = PyUnicode_FromFormat("Found invalid number of record headers %lld at record %lld",
-                                         (long long)n_headers, (long long)i);
-            goto done;
-        }
-        for (int64_t h = 0; h < n_headers; h++) {
-            int64_t hk, hv;
-            VARINT(hk, rec_end, 5, 32);
-            if (hk < 0 || hk > rec_end - p) {
-                fault = PyUnicode_FromFormat("Invalid header key size %lld at record %lld", (long long)hk,
-                                             (long long)i);
-                goto done;
-            }
-            p += hk;
-            VARINT(hv, rec_end, 5, 32);
-            if (hv < -1 || hv > rec_end - p) {
-                fault = PyUnicode_FromFormat("Invalid header value size %lld at record %lld", (long long)hv,
-                                             (long long)i);
-                goto done;
-            }
-            if (hv > 0)
-                p += hv;
-        }
-        if (p != rec_end) {
-            fault = PyUnicode_FromFormat("Invalid record size: expected to read %lld bytes in record payload, "
-                                         "but instead read %zd (record %lld)",
-                                         (long long)size, (Py_ssize_t)(p - start), (long long)i);
-            goto done;
-        }
-        if (offset_delta != i) {
-            fault = PyUnicode_FromFormat("record %lld has offset delta %lld; the deltas of a batch must run "
-                                         "0, 1, ..., count - 1", (long long)i, (long long)offset_delta);
-            goto done;
-        }
-        int64_t ts = (int64_t)((uint64_t)base_ts + (uint64_t)ts_delta);
-        if (ts > max_ts)
-            max_ts = ts;
-        if (key_required && key_len < 0 && add_bad(&bad, i, MISSING_KEY, ts) < 0) {
-            failed = 1;
-            goto done;
-        }
-        if (ts != -1 && (ts < ts_low || ts > ts_high) && add_bad(&bad, i, TIMESTAMP_OUT_OF_RANGE, ts) < 0) {
-            failed = 1;
-            goto done;
-        }
-        if (match_delta < 0 && target >= 0 && ts >= target) {
-            match_delta = i;
-            match_ts = ts;
-        }
-        i++;
-    }
-    if (p != end) {
-        fault = PyUnicode_FromFormat("Incorrect declared batch size, records still remaining in file "
-                                     "(%zd bytes after record %lld)", (Py_ssize_t)(end - p),
-                                     (long long)(count - 1));
-    }
-
-done:
+    struct walk_result r;
+    int rc = walk_core((const uint8_t *)view.buf, view.len, count, base_ts, ts_low, ts_high, key_required, target,
+                       0, &r);
     PyBuffer_Release(&view);
-    if (failed || PyErr_Occurred()) {
-        Py_XDECREF(fault);
-        Py_XDECREF(bad);
+    if (rc < 0) {
+        Py_XDECREF(r.fault);
+        Py_XDECREF(r.bad);
         return NULL;
     }
-    if (bad == NULL && (bad = PyList_New(0)) == NULL) {
-        Py_XDECREF(fault);
+    if (r.bad == NULL && (r.bad = PyList_New(0)) == NULL) {
+        Py_XDECREF(r.fault);
         return NULL;
     }
-    if (fault == NULL) {
-        fault = Py_None;
-        Py_INCREF(fault);
+    if (r.fault == NULL) {
+        r.fault = Py_None;
+        Py_INCREF(r.fault);
     }
-    return Py_BuildValue("(NLLLN)", fault, (long long)max_ts, (long long)match_delta, (long long)match_ts, bad);
+    return Py_BuildValue("(NLLLN)", r.fault, (long long)r.max_ts, (long long)r.match_delta, (long long)r.match_ts,
+                         r.bad);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * CRC-32C (Castagnoli), as the crc32c package computes it: the SSE4.2 instruction where the CPU
+ * has it, a table otherwise. Tests compare both with the package on random data. */
+
+static uint32_t crc_table[256];
+
+static void crc_table_init(void)
+{
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        crc_table[n] = c;
+    }
+}
+
+static uint32_t crc32c_table(uint32_t crc, const uint8_t *p, size_t n)
+{
+    crc = ~crc;
+    while (n--)
+        crc = crc_table[(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+    return ~crc;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_CRC_HW 1
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const uint8_t *p, size_t n)
+{
+    uint64_t c = ~crc;
+    while (n && ((uintptr_t)p & 7)) {
+        c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
+        n--;
+    }
+    while (n >= 8) {
+        uint64_t word;
+        memcpy(&word, p, 8);
+        c = __builtin_ia32_crc32di(c, word);
+        p += 8;
+        n -= 8;
+    }
+    while (n--)
+        c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
+    return ~(uint32_t)c;
+}
+#endif
+
+static int crc_hw_ok = 0;
+
+static uint32_t crc32c_of(const uint8_t *p, size_t n)
+{
+#ifdef HAVE_CRC_HW
+    if (crc_hw_ok)
+        return crc32c_hw(0, p, n);
+#endif
+    return crc32c_table(0, p, n);
+}
+
+/* crc32c(data, hardware=True) -> int: for the tests, which hold both ways to the package's. */
+static PyObject *crc32c_py(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "crc32c takes 1 or 2 arguments");
+        return NULL;
+    }
+    int hardware = nargs == 2 ? PyObject_IsTrue(args[1]) : 1;
+    if (hardware < 0)
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    uint32_t crc;
+#ifdef HAVE_CRC_HW
+    if (hardware && crc_hw_ok)
+        crc = crc32c_hw(0, (const uint8_t *)view.buf, (size_t)view.len);
+    else
+#endif
+        crc = crc32c_table(0, (const uint8_t *)view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(crc);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The produced batch's checks in one call (issue 17: Produce spends its time in Python glue).
+ *
+ * client_batch(payload, ts_low, ts_high, key_required, max_message_bytes, header_type)
+ *   -> (used, header, records_max_timestamp) | None
+ *
+ * The answer for the one case a client sends almost always: a payload holding exactly one whole,
+ * uncompressed v2 batch (perhaps followed by fewer than 17 stray bytes, which the caller drops)
+ * that passes every check of records.split_batches and validator.validate_client_batch. Anything
+ * else (a fault of any kind, a compressed batch, a second batch) is None, and the caller runs the
+ * Python reference, which raises the exact error or handles the case. So this function decides no
+ * error of its own; tests hold its answers to the reference's on generated and mutated payloads.
+ * `header` is built as header_type (records.BatchHeader) from the 13 header fields. */
+
+static inline int64_t be64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | p[i];
+    return (int64_t)v;
+}
+
+static inline int32_t be32(const uint8_t *p)
+{
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3]);
+}
+
+static inline int16_t be16(const uint8_t *p)
+{
+    return (int16_t)(((uint16_t)p[0] << 8) | p[1]);
+}
+
+static inline void put_be64(uint8_t *p, int64_t v)
+{
+    for (int i = 7; i >= 0; i--) {
+        p[i] = (uint8_t)(v & 0xFF);
+        v = (int64_t)((uint64_t)v >> 8);
+    }
+}
+
+static inline void put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+#define HEADER_SIZE 61
+#define UP_TO_MAGIC 17
+
+static PyObject *client_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "client_batch takes 6 arguments");
+        return NULL;
+    }
+    int64_t ts_low, ts_high, max_message_bytes;
+    if (as_i64(args[1], &ts_low) || as_i64(args[2], &ts_high) || as_i64(args[4], &max_message_bytes))
+        return NULL;
+    int key_required = PyObject_IsTrue(args[3]);
+    if (key_required < 0)
+        return NULL;
+    PyObject *header_type = args[5];
+    if (!PyType_Check(header_type) || !PyType_IsSubtype((PyTypeObject *)header_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "header_type must be a tuple type");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const uint8_t *b = (const uint8_t *)view.buf;
+    Py_ssize_t len = view.len;
+    PyObject *result = NULL;
+    int usual = 0;
+    int64_t size = 0, records_max_ts = -1;
+    int64_t base_offset = 0, attributes = 0, last_offset_delta = 0, base_ts = 0, max_ts = 0, producer_id = 0;
+    int64_t producer_epoch = 0, base_sequence = 0, records_count = 0, leader_epoch = 0, batch_length = 0;
+    uint32_t crc = 0;
+
+    if (len < UP_TO_MAGIC)
+        goto out;
+    base_offset = be64(b);
+    batch_length = be32(b + 8);
+    size = batch_length + 12;
+    /* split_batches: too small for any batch, incomplete, not magic 2, below a v2 header. */
+    if (size - 12 < 14 || size > len || b[16] != 2 || size < HEADER_SIZE)
+        goto out;
+    if (len - size >= UP_TO_MAGIC) /* a second batch, whole or not: the reference decides */
+        goto out;
+    crc = (uint32_t)be32(b + 17);
+    if (crc32c_of(b + 21, (size_t)(size - 21)) != crc)
+        goto out;
+    leader_epoch = be32(b + 12);
+    attributes = be16(b + 21);
+    last_offset_delta = be32(b + 23);
+    base_ts = be64(b + 27);
+    max_ts = be64(b + 35);
+    producer_id = be64(b + 43);
+    producer_epoch = be16(b + 51);
+    base_sequence = be32(b + 53);
+    records_count = be32(b + 57);
+    /* PartitionLog.append and validator.check_client_batch_header, in their order. */
+    if (size > max_message_bytes || base_offset != 0)
+        goto out;
+    if (last_offset_delta < 0 || records_count <= 0 || records_count != last_offset_delta + 1)
+        goto out;
+    if (attributes & 0x20) /* control */
+        goto out;
+    if (producer_id >= 0 && base_sequence < 0)
+        goto out;
+    if (attributes & 0x07) /* compressed: the reference decompresses */
+        goto out;
+    struct walk_result r;
+    int rc = walk_core(b + HEADER_SIZE, (Py_ssize_t)(size - HEADER_SIZE), records_count, base_ts, ts_low, ts_high,
+                       key_required, -1, 1, &r);
+    if (rc < 0)
+        goto out;
+    if (rc > 0)
+        goto out;
+    records_max_ts = r.max_ts;
+    usual = 1;
+
+out:
+    PyBuffer_Release(&view);
+    if (PyErr_Occurred())
+        return NULL;
+    if (!usual)
+        Py_RETURN_NONE;
+    PyObject *fields = Py_BuildValue("(LiiiIiiLLLiii)", (long long)base_offset, (int)batch_length, (int)leader_epoch,
+                                     2, (unsigned int)crc, (int)attributes, (int)last_offset_delta, (long long)base_ts,
+                                     (long long)max_ts, (long long)producer_id, (int)producer_epoch,
+                                     (int)base_sequence, (int)records_count);
+    if (fields == NULL)
+        return NULL;
+    PyObject *targs = PyTuple_Pack(1, fields);
+    Py_DECREF(fields);
+    if (targs == NULL)
+        return NULL;
+    PyObject *header = PyTuple_Type.tp_new((PyTypeObject *)header_type, targs, NULL);
+    Py_DECREF(targs);
+    if (header == NULL)
+        return NULL;
+    result = Py_BuildValue("(nNL)", (Py_ssize_t)size, header, (long long)records_max_ts);
+    return result;
+}
+
+/* stamp_batch(buf, pos, size, base_offset, timestamp, mode) -> None: what PartitionLog.append
+ * writes into a batch it appends, in one call. Every mode sets the base offset and a partition
+ * leader epoch of 0 (outside the CRC). Mode 1 also clears the timestamp type bit and sets
+ * maxTimestamp (CreateTime), mode 2 sets the bit and maxTimestamp (LogAppendTime); both then
+ * compute the CRC again. The Python reference: records.set_base_offset,
+ * set_partition_leader_epoch and set_max_timestamp. */
+static PyObject *stamp_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "stamp_batch takes 6 arguments");
+        return NULL;
+    }
+    int64_t pos, size, base_offset, timestamp, mode;
+    if (as_i64(args[1], &pos) || as_i64(args[2], &size) || as_i64(args[3], &base_offset) ||
+        as_i64(args[4], &timestamp) || as_i64(args[5], &mode))
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0)
+        return NULL;
+    if (pos < 0 || size < HEADER_SIZE || pos + size > view.len || mode < 0 || mode > 2) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "stamp_batch: no whole batch header at that position, or a bad mode");
+        return NULL;
+    }
+    uint8_t *b = (uint8_t *)view.buf + pos;
+    put_be64(b, base_offset);
+    put_be32(b + 12, 0);
+    if (mode) {
+        uint16_t attrs = (uint16_t)(((uint16_t)b[21] << 8) | b[22]);
+        attrs = mode == 2 ? (uint16_t)(attrs | 0x08) : (uint16_t)(attrs & ~0x08);
+        b[21] = (uint8_t)(attrs >> 8);
+        b[22] = (uint8_t)attrs;
+        put_be64(b + 35, timestamp);
+        put_be32(b + 17, crc32c_of(b + 21, (size_t)(size - 21)));
+    }
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
 }
 
 /* record_spans(data, count) -> list[(offset_delta, timestamp_delta, key_start, key_length,
@@ -470,6 +750,12 @@ static PyMethodDef methods[] = {
      "Walk the records of a batch; see minikafka.protocol.validator.walk_records_py."},
     {"record_spans", (PyCFunction)(void (*)(void))record_spans, METH_FASTCALL,
      "Where each record of a records section lies; see minikafka.protocol.batch_rewrite.record_spans_py."},
+    {"crc32c", (PyCFunction)(void (*)(void))crc32c_py, METH_FASTCALL,
+     "CRC-32C of a buffer (hardware=False: the table), for the tests."},
+    {"client_batch", (PyCFunction)(void (*)(void))client_batch, METH_FASTCALL,
+     "A produced payload's checks in one call, or None; see PartitionLog._check_client_payload."},
+    {"stamp_batch", (PyCFunction)(void (*)(void))stamp_batch, METH_FASTCALL,
+     "Offsets, leader epoch and (modes 1, 2) maxTimestamp and CRC; see records.stamp_batch."},
     {"bounds_walk", (PyCFunction)(void (*)(void))bounds_walk, METH_FASTCALL,
      "Check a request's lengths before kio reads it; see minikafka.protocol.codec._bounds_checker."},
     {NULL, NULL, 0, NULL},
@@ -479,5 +765,10 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_walk", NULL, -1, me
 
 PyMODINIT_FUNC PyInit__walk(void)
 {
+    crc_table_init();
+#ifdef HAVE_CRC_HW
+    __builtin_cpu_init();
+    crc_hw_ok = __builtin_cpu_supports("sse4.2");
+#endif
     return PyModule_Create(&module);
 }

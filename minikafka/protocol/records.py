@@ -194,6 +194,27 @@ def set_log_append_time(buf: bytearray | memoryview, pos: int, size: int, now_ms
     set_max_timestamp(buf, pos, size, now_ms, log_append_time=True)
 
 
+# What an append writes into a batch besides its offsets (stamp_batch's mode).
+STAMP_OFFSETS = 0          # the base offset and a partition leader epoch of 0 only
+STAMP_CREATE_TIME = 1      # and maxTimestamp as CreateTime (the type bit cleared), CRC again
+STAMP_LOG_APPEND_TIME = 2  # and maxTimestamp as LogAppendTime (the type bit set), CRC again
+
+
+def stamp_batch_py(buf: bytearray, pos: int, size: int, base_offset: int, timestamp: int, mode: int) -> None:
+    """What the log writes into a batch it appends, in one call (the reference of the compiled
+    twin, minikafka.protocol._walk.stamp_batch, which tests hold to it)."""
+    set_base_offset(buf, pos, base_offset)
+    set_partition_leader_epoch(buf, pos, 0)
+    if mode != STAMP_OFFSETS:
+        set_max_timestamp(buf, pos, size, timestamp, log_append_time=mode == STAMP_LOG_APPEND_TIME)
+
+
+try:
+    from minikafka.protocol._walk import stamp_batch
+except ImportError:  # pragma: no cover - where no C compiler was available
+    stamp_batch = stamp_batch_py
+
+
 # ---------------------------------------------------------------------------------------------
 # Control batches (transaction markers), Kafka's EndTransactionMarker.
 

@@ -178,6 +178,11 @@ except ImportError:  # pragma: no cover - exercised where no C compiler was avai
 
 COMPILED = walk_records_c is not None
 
+try:  # a produced payload's checks in one call (PartitionLog._check_client_payload)
+    from minikafka.protocol._walk import client_batch as client_batch_c
+except ImportError:  # pragma: no cover - as above
+    client_batch_c = None
+
 
 def walk_records(data: bytes | memoryview, count: int, base_timestamp: int, ts_low: int, ts_high: int,
                  key_required: bool, target_timestamp: int) -> Walk:
@@ -213,17 +218,20 @@ def validate_client_batch(buf: bytes | bytearray | memoryview, pos: int, h: Batc
     and CRC are checked before (records.split_batches)."""
     check_client_batch_header(h)
     data = _produced_record_area(buf, pos, h)
-    if rules.log_append_time:
-        low, high = INT64_MIN, INT64_MAX
-    else:
-        low = max(rules.now_ms - rules.before_max_ms, INT64_MIN)
-        high = min(rules.now_ms + rules.after_max_ms, INT64_MAX)
+    low, high = timestamp_bounds(rules)
     walk = walk_records(data, h.records_count, h.base_timestamp, low, high, rules.compacted, -1)
     if walk.fault is not None:
         raise InvalidRecord(walk.fault)
     if walk.bad:
         raise _content_error(walk.bad, low, high)
     return walk.max_timestamp
+
+
+def timestamp_bounds(rules: Rules) -> tuple[int, int]:
+    """The CreateTime window a record's timestamp must fall in (none under LogAppendTime)."""
+    if rules.log_append_time:
+        return INT64_MIN, INT64_MAX
+    return max(rules.now_ms - rules.before_max_ms, INT64_MIN), min(rules.now_ms + rules.after_max_ms, INT64_MAX)
 
 
 def check_client_batch_header(h: BatchHeader) -> None:
