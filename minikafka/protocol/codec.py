@@ -18,7 +18,7 @@ from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
 
-from minikafka.protocol import records, versions
+from minikafka.protocol import produce_request, records, versions
 from minikafka.protocol.errors import FramingError, UnsupportedVersion
 from minikafka.protocol.fetch_response import encode_fetch_response
 from minikafka.protocol.metadata_response import encode_metadata_response
@@ -82,10 +82,15 @@ def decode_request(frame: bytes, served: dict[int, versions.VersionRange]) -> De
         flexible = bool(cls.__flexible__)
         # The header is read here rather than by kio: api key, version and correlation id are
         # already known, and the walk gives the client id's extent and the body's start.
+        body = None
         try:
             used = _header_walk(frame, flexible)
-            # Before kio, which preallocates arrays by their length (see _bounds_checker).
-            _check_bounds(cls, frame, used)
+            fast = _fast_reader(api_key, api_version)
+            if fast is not None:  # a compiled reader for the usual request (None: kio decides)
+                body = fast(frame, used)
+            if body is None:
+                # Before kio, which preallocates arrays by their length (see _bounds_checker).
+                _check_bounds(cls, frame, used)
         except UnknownTaggedField:
             # A newer client may send tagged fields this version does not define; Kafka skips them,
             # kio refuses them: decode a copy of the frame without them.
@@ -93,7 +98,8 @@ def decode_request(frame: bytes, served: dict[int, versions.VersionRange]) -> De
             used = _header_walk(frame, flexible)
         (n,) = _I16.unpack_from(frame, _PREFIX.size)
         client_id = None if n < 0 else frame[_PREFIX.size + 2:_PREFIX.size + 2 + n].decode()
-        body, _used = _reader(cls)(frame, used)
+        if body is None:
+            body, _used = _reader(cls)(frame, used)
     except FramingError:
         raise
     except Exception as exc:  # kio raises assorted errors on malformed input
@@ -101,6 +107,12 @@ def decode_request(frame: bytes, served: dict[int, versions.VersionRange]) -> De
     # Bytes after the body are ignored, as Kafka's RequestContext.parseRequest ignores them
     # (librdkafka 2.16 sends three extra bytes after a Metadata v12 body).
     return DecodedRequest(api_key, api_version, correlation_id, client_id, body)
+
+
+@functools.cache
+def _fast_reader(api_key: int, api_version: int) -> Callable[[bytes, int], Any] | None:
+    """The compiled body reader of this request version, if there is one (Produce v3-v12)."""
+    return produce_request.reader(api_version) if api_key == produce_request.API_KEY else None
 
 
 def peek_client_id(frame: bytes) -> str | None:
