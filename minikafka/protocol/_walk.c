@@ -6,7 +6,8 @@
  *   (PartitionLog._check_client_payload, records.stamp_batch_py;
  *   tests/unit/storage/test_client_payload_check.py);
  * - produce_request: a Produce request's body as kio entities (kio's reader;
- *   tests/unit/protocol/test_produce_request.py);
+ *   tests/unit/protocol/test_produce_request.py), and entity, the builder it uses
+ *   (protocol/entities.py; tests/unit/protocol/test_entities.py);
  * - record_spans (the log cleaner) and bounds_walk (codec's length checks), described below.
  *
  * walk_records(data, count, base_timestamp, ts_low, ts_high, key_required, target_timestamp)
@@ -616,20 +617,42 @@ static PyObject *build(PyObject *cls, PyObject *descrs, PyObject **values, Py_ss
     if (PyTuple_GET_SIZE(descrs) == n)
         obj = PyBaseObject_Type.tp_new((PyTypeObject *)cls, empty_tuple, NULL);
     else
-        PyErr_SetString(PyExc_TypeError, "produce_request: a shape with the wrong number of fields");
+        PyErr_SetString(PyExc_TypeError, "an entity needs a value for each of its fields");
     for (Py_ssize_t i = 0; i < n; i++) {
         if (obj != NULL) {
             PyObject *d = PyTuple_GET_ITEM(descrs, i);
             descrsetfunc set = Py_TYPE(d)->tp_descr_set;
             if (set == NULL || set(d, obj, values[i]) < 0) {
                 if (!PyErr_Occurred())
-                    PyErr_SetString(PyExc_TypeError, "produce_request: a field that cannot be set");
+                    PyErr_SetString(PyExc_TypeError, "an entity field that cannot be set");
                 Py_CLEAR(obj);
             }
         }
         Py_DECREF(values[i]);
     }
     return obj;
+}
+
+/* entity(cls, descriptors, *values) -> an entity of cls with each field set, in order (see
+ * protocol/entities.py; its Python reference sets the same descriptors one by one). */
+static PyObject *entity(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs < 2 || !PyType_Check(args[0]) || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "entity(cls, descriptors, *values)");
+        return NULL;
+    }
+    Py_ssize_t n = nargs - 2;
+    PyObject *values[64];
+    if (n > 64) {
+        PyErr_SetString(PyExc_TypeError, "entity: more than 64 fields");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        values[i] = args[2 + i];
+        Py_INCREF(values[i]);
+    }
+    return build(args[0], args[1], values, n);
 }
 
 static PyObject *produce_request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -1021,6 +1044,8 @@ static PyMethodDef methods[] = {
      "Offsets, leader epoch and (modes 1, 2) maxTimestamp and CRC; see records.stamp_batch."},
     {"produce_request", (PyCFunction)(void (*)(void))produce_request, METH_FASTCALL,
      "A Produce request's body (v3-v12) as its kio entities, or None; see protocol/produce_request.py."},
+    {"entity", (PyCFunction)(void (*)(void))entity, METH_FASTCALL,
+     "An entity with its fields set through their slot descriptors; see protocol/entities.py."},
     {"bounds_walk", (PyCFunction)(void (*)(void))bounds_walk, METH_FASTCALL,
      "Check a request's lengths before kio reads it; see minikafka.protocol.codec._bounds_checker."},
     {NULL, NULL, 0, NULL},

@@ -162,16 +162,20 @@ def upgrade(entity: Any) -> Any:
     handlers read fields, not classes, and copying every nested entity of a large request cost
     7 % of a small Produce and 10 % of one spanning 10,000 partitions (issue 17). A version that
     names topics by id where the handler works by name is handed on too (BY_NAME_UNTIL)."""
-    if by_topic_id(entity.__api_key__, entity.__version__):
+    if _handed_on(type(entity)):
         return entity
     target = canonical_request(entity.__api_key__)
-    if same_shape(type(entity), target):
-        return entity
     upgraded = convert(entity, target)
     fixup = REQUEST_FIXUPS.get(entity.__api_key__)
     if fixup is not None and upgraded is not entity:
         upgraded = fixup(entity, upgraded)
     return upgraded
+
+
+@functools.cache
+def _handed_on(cls: type[Any]) -> bool:
+    """upgrade's decision for a class, made once (~1 us per request when made each time)."""
+    return by_topic_id(cls.__api_key__, cls.__version__) or same_shape(cls, canonical_request(cls.__api_key__))
 
 
 def _delete_topics_by_name(old: Any, new: Any) -> Any:
