@@ -281,13 +281,52 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const 
 
 static int crc_hw_ok = 0;
 
-static uint32_t crc32c_of(const uint8_t *p, size_t n)
+/* Above this size the crc32c package's function (set_large_crc) is ~3x faster than the loop
+ * above (it runs three streams at once: 22 against 7.7 GB/s on the 2-core VM, 1 MiB); below, the
+ * call through Python costs more than it saves. */
+#define LARGE_CRC_BYTES 4096
+static PyObject *large_crc = NULL;
+
+/* 0 and the CRC in *out, or -1 with a Python error set. */
+static int crc32c_of(const uint8_t *p, size_t n, uint32_t *out)
 {
+    if (n >= LARGE_CRC_BYTES && large_crc != NULL) {
+        PyObject *view = PyMemoryView_FromMemory((char *)p, (Py_ssize_t)n, PyBUF_READ);
+        if (view == NULL)
+            return -1;
+        PyObject *r = PyObject_CallOneArg(large_crc, view);
+        Py_DECREF(view);
+        if (r == NULL)
+            return -1;
+        unsigned long v = PyLong_AsUnsignedLong(r);
+        Py_DECREF(r);
+        if (v == (unsigned long)-1 && PyErr_Occurred())
+            return -1;
+        *out = (uint32_t)v;
+        return 0;
+    }
 #ifdef HAVE_CRC_HW
-    if (crc_hw_ok)
-        return crc32c_hw(0, p, n);
+    if (crc_hw_ok) {
+        *out = crc32c_hw(0, p, n);
+        return 0;
+    }
 #endif
-    return crc32c_table(0, p, n);
+    *out = crc32c_table(0, p, n);
+    return 0;
+}
+
+/* set_large_crc(func) -> None: func(buffer) -> int computes CRC-32C for buffers of 4 KiB and
+ * more (records.py passes the crc32c package's). */
+static PyObject *set_large_crc(PyObject *self, PyObject *func)
+{
+    (void)self;
+    if (!PyCallable_Check(func)) {
+        PyErr_SetString(PyExc_TypeError, "set_large_crc takes a callable");
+        return NULL;
+    }
+    Py_INCREF(func);
+    Py_XSETREF(large_crc, func);
+    Py_RETURN_NONE;
 }
 
 /* crc32c(data, hardware=True) -> int: for the tests, which hold both ways to the package's. */
@@ -407,7 +446,8 @@ static PyObject *client_batch(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (len - size >= UP_TO_MAGIC) /* a second batch, whole or not: the reference decides */
         goto out;
     crc = (uint32_t)be32(b + 17);
-    if (crc32c_of(b + 21, (size_t)(size - 21)) != crc)
+    uint32_t computed;
+    if (crc32c_of(b + 21, (size_t)(size - 21), &computed) < 0 || computed != crc)
         goto out;
     leader_epoch = be32(b + 12);
     attributes = be16(b + 21);
@@ -497,7 +537,12 @@ static PyObject *stamp_batch(PyObject *self, PyObject *const *args, Py_ssize_t n
         b[21] = (uint8_t)(attrs >> 8);
         b[22] = (uint8_t)attrs;
         put_be64(b + 35, timestamp);
-        put_be32(b + 17, crc32c_of(b + 21, (size_t)(size - 21)));
+        uint32_t crc;
+        if (crc32c_of(b + 21, (size_t)(size - 21), &crc) < 0) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        put_be32(b + 17, crc);
     }
     PyBuffer_Release(&view);
     Py_RETURN_NONE;
@@ -1038,6 +1083,8 @@ static PyMethodDef methods[] = {
      "Where each record of a records section lies; see minikafka.protocol.batch_rewrite.record_spans_py."},
     {"crc32c", (PyCFunction)(void (*)(void))crc32c_py, METH_FASTCALL,
      "CRC-32C of a buffer (hardware=False: the table), for the tests."},
+    {"set_large_crc", (PyCFunction)set_large_crc, METH_O,
+     "The CRC-32C function used for buffers of 4 KiB and more (records.py sets the package's)."},
     {"client_batch", (PyCFunction)(void (*)(void))client_batch, METH_FASTCALL,
      "A produced payload's checks in one call, or None; see PartitionLog._check_client_payload."},
     {"stamp_batch", (PyCFunction)(void (*)(void))stamp_batch, METH_FASTCALL,

@@ -62,6 +62,12 @@ class FrameDecoder:
 
     def feed(self, data: bytes) -> list[bytes]:
         """Add received bytes; return the frames now complete. Raises FramingError on a bad size."""
+        if self._need < 0 and not self._buf and type(data) is bytes and len(data) >= 4:
+            # The usual read of a client that waits for each answer: exactly one whole frame and
+            # nothing before it. Taken as it is, without its copy into the buffer and out again.
+            (size,) = _SIZE.unpack_from(data, 0)
+            if len(data) == 4 + size and MIN_REQUEST_SIZE <= size <= self._max_size:
+                return [data[4:]]
         frames: list[bytes] = []
         view = memoryview(data)
         if self._frame is None and self._need > DIRECT_THRESHOLD:

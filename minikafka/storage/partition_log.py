@@ -441,7 +441,8 @@ class PartitionLog:
                 raise MessageTooLarge(f"batch of {h.size} bytes exceeds max.message.bytes={max_message_bytes}")
         return batches
 
-    def _check_client_payload(self, payload: bytearray, now_ms: int) -> tuple[list[tuple[int, records.BatchHeader]], int]:
+    def _check_client_payload(self, payload: bytearray,
+                              now_ms: int) -> tuple[list[tuple[int, records.BatchHeader]], int]:
         """A producer's payload checked against every rule: its one batch, and the largest
         timestamp of its records. Raises CorruptRecord, InvalidRecord, MessageTooLarge.
 

@@ -104,3 +104,20 @@ def test_large_frames_any_chunking(chunk):
             assert d.pending_size in (-1, len(big))
     assert out == [b"a" * 20, big, b"b" * 30, big[::-1]]
     assert d.pending_size == -1 and not d.has_partial
+
+
+@pytest.mark.parametrize("size", [MIN_REQUEST_SIZE - 1, MAX + 1])
+def test_a_whole_frame_of_a_bad_size_in_one_read_is_refused(size: int) -> None:
+    """The one-whole-frame read skips the buffer, not the size check."""
+    with pytest.raises(FramingError):
+        FrameDecoder(MAX).feed(encode_frame(b"s" * size))
+
+
+def test_reads_of_one_whole_frame_each_come_out_as_sent() -> None:
+    dec = FrameDecoder(MAX)
+    for n in (MIN_REQUEST_SIZE, 100, MAX):
+        frame = bytes(range(256)) * (n // 256) + b"t" * (n % 256)
+        assert dec.feed(encode_frame(frame)) == [frame]
+        assert not dec.has_partial and dec.pending_size == -1
+    dec.feed(encode_frame(b"h" * 20)[:7])  # part of one: the next read completes it in the buffer
+    assert dec.feed(encode_frame(b"h" * 20)[7:]) == [b"h" * 20]

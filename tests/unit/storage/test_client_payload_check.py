@@ -138,6 +138,19 @@ def test_the_usual_batch_is_answered_by_the_compiled_check(stray: int) -> None:
 
 
 @needs_twin
+@pytest.mark.parametrize("value_size", [4000, 70_000, 1_100_000])
+def test_large_batches_take_the_compiled_check_and_a_damaged_one_does_not(value_size: int) -> None:
+    """From 4 KiB the compiled check hashes with the crc32c package: the same verdicts."""
+    area = b"".join(record(i, b"k", os.urandom(value_size // 2), ts_delta=i) for i in range(2))
+    payload = builders.batch(area, 2, base_ts=NOW)
+    answer = V.client_batch_c(bytes(payload), NOW - HOUR, NOW + HOUR, False, 2_000_000, R.BatchHeader)
+    assert answer is not None and answer[1] == R.read_header(payload)
+    payload[len(payload) // 2] ^= 0x40
+    assert V.client_batch_c(bytes(payload), NOW - HOUR, NOW + HOUR, False, 2_000_000, R.BatchHeader) is None
+    assert _same(_log(max_message_bytes=2_000_000), bytes(payload))[1] is CorruptRecord
+
+
+@needs_twin
 @pytest.mark.parametrize("case", ["codec 1", "codec 2", "codec 3", "codec 4", "codec 5", "codec 7", "two_batches",
                                   "bad_crc", "too_large", "keyless_compacted", "out_of_window", "base_offset",
                                   "control"])
@@ -164,8 +177,10 @@ def _stamp_cases() -> list[tuple[int, int]]:
 @needs_twin
 @pytest.mark.parametrize("mode, timestamp", _stamp_cases())
 @pytest.mark.parametrize("attributes", [0, 8, 16])
-def test_the_compiled_stamp_writes_what_the_reference_writes(mode: int, timestamp: int, attributes: int) -> None:
-    area = b"".join(record(i, b"k", b"v" * 30, ts_delta=i) for i in range(2))
+@pytest.mark.parametrize("value_size", [30, 9000])
+def test_the_compiled_stamp_writes_what_the_reference_writes(mode: int, timestamp: int, attributes: int,
+                                                             value_size: int) -> None:
+    area = b"".join(record(i, b"k", b"v" * value_size, ts_delta=i) for i in range(2))
     batch = builders.batch(area, 2, base_ts=NOW, attributes=attributes)
     struct.pack_into(">i", batch, 12, 77)  # a leader epoch the stamp must reset
     buffer_c, buffer_py = bytearray(b"ab" + batch), bytearray(b"ab" + batch)
