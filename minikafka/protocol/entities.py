@@ -49,11 +49,15 @@ def build_py(cls: type[Any], descrs: tuple[Any, ...], *values: Any) -> Any:
     return obj
 
 
-def builder(cls: type[Any], names: tuple[str, ...], *, compiled: bool = True) -> Callable[..., Any]:
-    """cls(*values), the values given positionally in the order of `names`, which must be cls's
-    fields in declared order (TypeError otherwise: a kio that reorders them fails at import, not
-    by building wrong answers)."""
+def named_descriptors(cls: type[Any], names: tuple[str, ...]) -> tuple[Any, ...]:
+    """descriptors(cls), once `names` are checked to be cls's fields in declared order (TypeError
+    otherwise: a kio that reorders them fails at import, not by building wrong answers)."""
     if field_names(cls) != names:
         raise TypeError(f"{cls.__name__} has the fields {field_names(cls)}, not {names}")
+    return descriptors(cls)
+
+
+def builder(cls: type[Any], names: tuple[str, ...], *, compiled: bool = True) -> Callable[..., Any]:
+    """cls(*values), the values given positionally in the order of `names` (named_descriptors)."""
     build = _entity_c if compiled and _entity_c is not None else build_py
-    return functools.partial(build, cls, descriptors(cls))
+    return functools.partial(build, cls, named_descriptors(cls, names))

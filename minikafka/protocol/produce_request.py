@@ -11,15 +11,12 @@ fault. v13 names topics by id and always takes kio's path.
 
 from __future__ import annotations
 
-import dataclasses
+import datetime
 import functools
-import struct
 from collections.abc import Callable
 from typing import Any
 
-from kio._kio_native import read_timedelta_i32
-
-from minikafka.protocol import versions
+from minikafka.protocol import entities, versions
 
 try:
     from minikafka.protocol._walk import produce_request as _produce_request_c
@@ -32,33 +29,22 @@ _FIELDS = (("transactional_id", "acks", "timeout", "topic_data"), ("name", "part
 
 
 @functools.lru_cache(maxsize=64)
-def _timeout(ms: int) -> Any:
+def _timeout(ms: int) -> datetime.timedelta:
     """The timeout as kio's reader gives it (clients send one value for every request)."""
-    return read_timedelta_i32(struct.pack(">i", ms), 0)[0]
-
-
-def _descriptors(cls: type[Any], names: tuple[str, ...]) -> tuple[Any, ...]:
-    """The slot descriptors of cls's fields, in `names` order; ValueError unless those are exactly
-    its fields, each a slot (the shape the compiled reader fills)."""
-    if tuple(f.name for f in dataclasses.fields(cls)) != names:
-        raise ValueError(f"{cls.__name__} has fields {[f.name for f in dataclasses.fields(cls)]}, not {names}")
-    return tuple(cls.__dict__[name] for name in names)
-
-
-def _nested(cls: type[Any], name: str) -> type[Any]:
-    return versions.nested_class(cls, name)
+    return datetime.timedelta(milliseconds=ms)
 
 
 @functools.cache
 def _shape(version: int) -> tuple[Any, ...] | None:
     """(request class, its descriptors, topic class, its, partition class, its) for version."""
     request = versions.request_class(API_KEY, version)
-    topic = _nested(request, "topic_data")
-    partition = _nested(topic, "partition_data")
+    topic = versions.nested_class(request, "topic_data")
+    partition = versions.nested_class(topic, "partition_data")
     try:
-        return (request, _descriptors(request, _FIELDS[0]), topic, _descriptors(topic, _FIELDS[1]),
-                partition, _descriptors(partition, _FIELDS[2]))
-    except (ValueError, KeyError):  # a kio whose classes differ: its reader, always
+        return (request, entities.named_descriptors(request, _FIELDS[0]), topic,
+                entities.named_descriptors(topic, _FIELDS[1]), partition,
+                entities.named_descriptors(partition, _FIELDS[2]))
+    except TypeError:  # a kio whose classes differ: its reader, always
         return None
 
 
