@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -33,7 +34,7 @@ def descriptors(cls: type[Any]) -> tuple[Any, ...]:
     found = []
     for name in field_names(cls):
         d = cls.__dict__.get(name)
-        if d is None or type(d).__name__ != "member_descriptor":
+        if not isinstance(d, types.MemberDescriptorType):
             raise TypeError(f"{cls.__name__}.{name} is not a slot")
         found.append(d)
     return tuple(found)

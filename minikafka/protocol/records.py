@@ -210,10 +210,7 @@ def stamp_batch_py(buf: bytearray, pos: int, size: int, base_offset: int, timest
 
 
 try:
-    from minikafka.protocol._walk import set_large_crc, stamp_batch
-
-    # The compiled twins hash buffers of 4 KiB and more with the crc32c package (3x their own loop).
-    set_large_crc(crc32c)
+    from minikafka.protocol._walk import stamp_batch
 except ImportError:  # pragma: no cover - where no C compiler was available
     stamp_batch = stamp_batch_py
 
