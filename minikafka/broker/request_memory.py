@@ -23,13 +23,21 @@ class RequestMemoryPool:
     def in_use(self) -> int:
         return self.capacity - self.available
 
-    async def reserve(self, n: int) -> int:
-        """Wait until n bytes are granted; returns what to release later (n, at most the capacity:
-        the config keeps socket.request.max.bytes within it)."""
+    def try_reserve(self, n: int) -> int:
+        """Grant n bytes now if the pool can (nobody waits before them): what to release, else 0."""
         n = min(n, self.capacity)
         if not self._waiters and self.available >= n:
             self.available -= n
             return n
+        return 0
+
+    async def reserve(self, n: int) -> int:
+        """Wait until n bytes are granted; returns what to release later (n, at most the capacity:
+        the config keeps socket.request.max.bytes within it)."""
+        granted = self.try_reserve(n)
+        if granted:
+            return granted
+        n = min(n, self.capacity)
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         entry = (n, fut)
         self._waiters.append(entry)

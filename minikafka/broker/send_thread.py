@@ -147,6 +147,9 @@ class Outlet:
                 return
             self._queued = send(key, part)
 
+    def needs_drain(self) -> bool:
+        return self._queued > HIGH_WATER or self._queued < 0
+
     async def drain(self) -> None:
         if self._queued > HIGH_WATER:
             await self._sender.wait_drained(self.key)

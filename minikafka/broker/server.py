@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 import structlog
 
 from minikafka.broker import send_thread
-from minikafka.broker.connection import Connection
+from minikafka.broker.connection import Connection, ConnectionProtocol
 from minikafka.broker.dispatch import HandlerRegistry
 from minikafka.broker.fault_door import FaultDoor
 from minikafka.broker.request_memory import RequestMemoryPool
@@ -21,6 +21,7 @@ from minikafka.security.principal import NoMatchingRule
 from minikafka.security.settings import ListenerSecurity
 
 log = structlog.get_logger("minikafka.broker")
+STREAM_LIMIT = 2 ** 16  # the StreamReader buffer asyncio.start_server gives (asyncio.streams._DEFAULT_LIMIT)
 
 
 class KafkaServer:
@@ -59,9 +60,10 @@ class KafkaServer:
             lst = sec.listener
             # A failed TLS handshake (a plaintext client, garbage) closes that socket only;
             # asyncio reports it at debug level.
-            server = await asyncio.start_server(functools.partial(self._accept, index), lst.host, lst.port,
-                                                reuse_address=True, backlog=512, ssl=sec.ssl_context,
-                                                ssl_handshake_timeout=10.0 if sec.ssl_context else None)
+            # asyncio.start_server's own set-up, with the protocol that gives connections a fast lane.
+            server = await asyncio.get_running_loop().create_server(
+                functools.partial(self._protocol, index), lst.host, lst.port, reuse_address=True, backlog=512,
+                ssl=sec.ssl_context, ssl_handshake_timeout=10.0 if sec.ssl_context else None)
             self._servers.append(server)
             bound.append(sec.bound(server.sockets[0].getsockname()[1]))
             log.info("listening", listener=lst.name, security_protocol=lst.security_protocol, host=lst.host,
@@ -74,6 +76,11 @@ class KafkaServer:
             self._sender = send_thread.SendThread(asyncio.get_running_loop())
         if self.idle_ms >= 0:
             self._sweeper = asyncio.create_task(self._sweep_idle())
+
+    def _protocol(self, index: int) -> ConnectionProtocol:
+        loop = asyncio.get_running_loop()
+        return ConnectionProtocol(asyncio.StreamReader(limit=STREAM_LIMIT, loop=loop),
+                                  functools.partial(self._accept, index), loop=loop)
 
     async def _accept(self, index: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         sec = self.listeners[index]
@@ -106,11 +113,16 @@ class KafkaServer:
             log.warning("tls_principal_unmapped", listener=sec.listener.name, peer=f"{ip}", reason=str(exc))
             writer.close()
             return
+        transport = writer.transport
+        protocol = transport.get_protocol()
         if self._sender is not None:
             writer = self._sender.outlet(writer)  # type: ignore[assignment]  # a StreamWriter's stand-in
         conn = Connection(reader, writer, self.registry, max_frame_size=self.max_frame_size,
                           now_ms=self._now_ms, monotonic_ms=self._monotonic_ms, memory=self.memory,
                           throttler=self.throttler, faults=self.faults, session=session, meters=self.meters)
+        if isinstance(protocol, ConnectionProtocol):
+            protocol.connection = conn
+            conn.transport = transport
         task = asyncio.current_task()
         assert task is not None
         self.connections[conn] = task

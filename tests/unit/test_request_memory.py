@@ -42,3 +42,18 @@ async def test_requests_larger_than_the_pool_are_capped() -> None:
     assert await pool.reserve(500) == 100
     pool.release(100)
     assert pool.available == 100
+
+
+async def test_try_reserve_grants_only_what_reserve_would_grant_at_once() -> None:
+    # The fast lane's grant (broker/connection.py): now or not at all, never before a waiter.
+    pool = RequestMemoryPool(100)
+    assert pool.try_reserve(60) == 60
+    assert pool.try_reserve(50) == 0 and pool.available == 40
+    waiting = asyncio.create_task(pool.reserve(50))
+    await asyncio.sleep(0)
+    assert pool.try_reserve(10) == 0  # 40 are free, but the waiter comes first
+    pool.release(60)
+    assert await waiting == 50
+    pool.release(50)
+    assert pool.try_reserve(500) == 100  # capped at the capacity, as reserve is
+    assert pool.available == 0
