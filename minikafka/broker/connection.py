@@ -293,6 +293,8 @@ class Connection:
         pending = self.decoder.pending_size
         if pending <= 0 or self._reserved or self.memory is None or self.closing or self.transport is None:
             return
+        if not self._reading:  # run() was woken with more bytes: it reserves before it reads on
+            return
         self._reserved = self.memory.try_reserve(pending + 4)
         if not self._reserved:
             self._start_lane(self._wait_for_memory(pending + 4))
