@@ -130,6 +130,8 @@ class KafkaServer:
         try:
             await conn.run()
         finally:
+            if isinstance(protocol, ConnectionProtocol):
+                protocol.connection = None  # a closed connection is offered no more bytes
             self.connections.pop(conn, None)
             for listener in self.closed_listeners:
                 listener(conn.conn_id)
