@@ -200,6 +200,9 @@ class Connection:
             return True
         held = self._take_reserved(frames)
         for i, frame in enumerate(frames):
+            if not session.passes_all:  # an earlier request of this read changed the session
+                self._start_lane(self._lane_run(None, b"", 0.0, frames[i:]), held)
+                return True
             self.busy = True
             started = time.perf_counter()
             handling = dispatch(self.registry, frame, self.conn_id, self.peer, self._now_ms(), self.client,
@@ -387,7 +390,6 @@ class Connection:
         self.closing = True
         if not self.busy:
             self.close()
-
 
 
 class ConnectionProtocol(asyncio.StreamReaderProtocol):
