@@ -164,17 +164,25 @@ class Connection:
             self.busy = False
             self.last_active_ms = self._monotonic_ms()
 
+    def _answer_at_once(self, frame: bytes, started: float, answer: Answer) -> bool:
+        """Send and meter an answer that needs no wait; False for one that does (a failed
+        authentication, a quota's mute): _answer sends those."""
+        if self.session.failed or answer.throttle_ms > 0:
+            return False
+        if answer.data is not None:
+            self._write(answer.data)
+        self._meter(frame, started)
+        return True
+
     async def _answer(self, frame: bytes, started: float, answer: Answer) -> bool:
+        """Send the answer; False when the connection is to close."""
+        if self._answer_at_once(frame, started, answer):
+            return True
         if self.session.failed:
             await self._fail_authentication(answer)
             return False
-        if answer.throttle_ms > 0:
-            self._meter(frame, started)  # a quota's mute is not the request's time
-            await self._throttle(answer)
-        else:
-            if answer.data is not None:
-                self._write(answer.data)
-            self._meter(frame, started)
+        self._meter(frame, started)  # a quota's mute is not the request's time
+        await self._throttle(answer)
         return True
 
     # ------------------------------------------------------------------------ the fast lane
@@ -221,12 +229,9 @@ class Connection:
             else:  # the handler waits: it goes on in the lane
                 self._start_lane(self._lane_run(_resume(handling, waits_on), frame, started, frames[i + 1:]), held)
                 return True
-            if session.failed or answer.throttle_ms > 0:
+            if not self._answer_at_once(frame, started, answer):  # it waits: in the lane
                 self._start_lane(self._lane_run(_ready(answer), frame, started, frames[i + 1:]), held)
                 return True
-            if answer.data is not None:
-                self._write(answer.data)
-            self._meter(frame, started)
             self.busy = False
             if self.closing:
                 break
