@@ -402,12 +402,15 @@ class Broker:
         """Return once request_stop() was called (by a signal handler, or the embedded broker's owner)."""
         await self._stopping.wait()
 
-    async def run(self) -> None:
-        """Serve until SIGTERM/SIGINT, then shut down cleanly."""
+    async def run(self, after_start: Callable[[], object] | None = None) -> None:
+        """Serve until SIGTERM/SIGINT, then shut down cleanly. `after_start` runs once the broker
+        answers: the process's own set-up that the first answers need not wait for."""
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop)
         await self.start()
+        if after_start is not None:
+            after_start()
         await self.stop_requested()
         await self.shutdown()
 

@@ -1,0 +1,78 @@
+"""The broker process's allocator settings (broker/allocator.py): large buffers come from the heap,
+and the heap keeps its free top. Each case runs in a fresh interpreter, since the settings are the
+whole process's and cannot be undone."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from minikafka.broker.allocator import user_has_settings
+
+pytestmark = pytest.mark.unit
+
+# What a process reports about its heap: mapped blocks (hblks) and the heap's size (arena), around
+# a 1 MiB buffer (a Fetch answer's partition), and after an 8 MiB one (a queued answer) was freed.
+_PROBE = textwrap.dedent("""
+    import ctypes, json, os, sys
+    from minikafka.broker.allocator import keep_large_buffers_in_heap
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                                                   "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+    libc = ctypes.CDLL(None)
+    if not hasattr(libc, "mallinfo2"):
+        print(json.dumps(None)); sys.exit()
+    libc.mallinfo2.restype = MallInfo2
+    tuned = keep_large_buffers_in_heap(os.environ) if sys.argv[1] == "tune" else False
+    start = libc.mallinfo2()
+    mapped_before = start.hblks
+    buffer = os.urandom(1 << 20)
+    mapped = libc.mallinfo2().hblks - mapped_before
+    del buffer
+    big = bytearray(8 << 20)
+    del big
+    grown = libc.mallinfo2().arena - start.arena  # the heap still holds the freed 8 MiB
+    print(json.dumps({"tuned": tuned, "mapped": mapped, "kept": grown >= (7 << 20)}))
+""")
+
+
+def _heap(mode: str, env: dict[str, str] | None = None) -> dict[str, object]:
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    base = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "GLIBC_TUNABLES"}
+    out = subprocess.run([sys.executable, "-c", _PROBE, mode], capture_output=True, text=True, timeout=60,
+                         env={**base, "PYTHONPATH": repo, **(env or {})}, check=True).stdout
+    result = json.loads(out)
+    if result is None:
+        pytest.skip("not glibc (no mallinfo2)")
+    return result
+
+
+def test_the_tuned_broker_takes_large_buffers_from_the_heap_and_keeps_it():
+    assert _heap("tune") == {"tuned": True, "mapped": 0, "kept": True}
+
+
+def test_untuned_a_large_buffer_is_a_mapping_of_its_own_and_the_heap_shrinks():
+    # The probe itself can tell the difference: glibc's defaults, in the same probe.
+    assert _heap("default") == {"tuned": False, "mapped": 1, "kept": False}
+
+
+def test_the_users_own_glibc_settings_win():
+    assert _heap("tune", {"MALLOC_ARENA_MAX": "2"})["tuned"] is False
+
+
+@pytest.mark.parametrize("environ, expected", [
+    ({}, False),
+    ({"PATH": "/bin", "GLIBC_TUNABLES": "glibc.rtld.optional_static_tls=4096"}, False),
+    ({"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=0"}, True),
+    ({"MALLOC_TRIM_THRESHOLD_": "0"}, True),
+    ({"MALLOC_MMAP_THRESHOLD_": "131072"}, True),
+])
+def test_user_has_settings(environ, expected):
+    assert user_has_settings(environ) is expected
