@@ -18,6 +18,9 @@ from typing import NamedTuple
 from minikafka.protocol.crc import crc32c
 
 from minikafka.protocol.errors import CorruptRecord, InvalidRecord
+# Unsigned varints (tagged fields, compact lengths; records use their zigzag form): the one
+# writer, with its table for the one-byte values that most of a transaction's records hold.
+from minikafka.protocol.wire_write import uvarint
 
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength
@@ -272,19 +275,6 @@ class Record(NamedTuple):
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes | None], ...]
-
-
-def uvarint(n: int) -> bytes:
-    """Unsigned varint (tagged fields, compact lengths); records use its zigzag form."""
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 
 def zigzag(n: int) -> bytes:
