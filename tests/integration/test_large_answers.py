@@ -2,7 +2,7 @@
 
 A catch-up read across ten partitions gets answers of up to 10 MiB: a buffer of up to 1 MiB per
 partition read from the segment files, and what the socket does not take at once queued for the
-send thread. With glibc's defaults those buffers came as fresh pages, about 450 page faults per MB
+send thread. With glibc's defaults those buffers came as fresh pages, 350-500 page faults per MB
 served (2026-11-29); the broker's process keeps them in its heap instead. The test counts the
 broker process's minor page faults (/proc/<pid>/stat) over repeated reads of the same data, and
 checks every read is whole. minikafka's own: it looks at the broker's process.
@@ -71,5 +71,5 @@ def test_a_catch_up_read_across_ten_partitions_takes_no_fresh_pages_once_warm(br
         before = _minor_faults(broker.pid)
         assert _read_all(broker.bootstrap, topic) == RECORDS
         per_mb.append((_minor_faults(broker.pid) - before) / megabytes)
-    # glibc's defaults: 440-500 per MB in every read; kept in the heap: below 1 once warm.
+    # glibc's defaults: 350-500 per MB in every read (this test, the bench); kept in the heap: below 1 once warm.
     assert min(per_mb[1:]) < 50, f"minor page faults per MB served, read by read: {per_mb}"

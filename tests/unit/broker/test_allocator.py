@@ -58,8 +58,8 @@ def test_the_tuned_broker_takes_large_buffers_from_the_heap_and_keeps_it():
     assert _heap("tune") == {"tuned": True, "mapped": 0, "kept": True}
 
 
-def test_untuned_a_large_buffer_is_a_mapping_of_its_own_and_the_heap_shrinks():
-    # The probe itself can tell the difference: glibc's defaults, in the same probe.
+def test_untuned_a_large_buffer_is_a_mapping_of_its_own_and_the_heap_keeps_nothing():
+    # The probe itself tells the two apart: glibc's defaults, in the same probe.
     assert _heap("default") == {"tuned": False, "mapped": 1, "kept": False}
 
 
