@@ -5,7 +5,8 @@ for its max_wait holds back the requests sent after it, which are handled and an
 minikafka handles most requests inside the socket's read callback (broker/connection.py, the fast
 lane) and hands a request that must wait, with those read after it, to a task of its own; bytes
 that arrive meanwhile go the connection's ordinary way. These tests pipeline a parked Fetch with
-later requests in one write, in two writes, and as a request split over several writes.
+later requests in one write, in two writes, and as a request split over several writes; and a
+request that changes the session (a re-authentication) with a Produce behind it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ import time
 import uuid
 
 import pytest
-from rawclient import RawClient, api_versions_v3, fetch_v12, high_watermark, produce_v9, valid_batch, wait_for_topic
+from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+from rawclient import (RawClient, api_versions_v3, fetch_v12, high_watermark, produce, produce_v9, valid_batch,
+                       wait_for_topic)
+
+from minikafka.protocol.errors import ErrorCode
+from minikafka.testing import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -91,3 +98,36 @@ def test_a_request_split_over_writes_is_answered_once_whole(kafka_broker) -> Non
         assert (p.error_code, p.base_offset) == (0, end)
         assert c.receive(*API_VERSIONS, timeout=10)[0] == corr_b
         assert high_watermark(c, topic) == end + 3
+
+
+def test_a_reauthentication_pipelined_with_a_produce_gates_the_produce(broker_factory) -> None:
+    """A request that changes the session (SaslHandshake starting a KIP-368 re-authentication)
+    sent in one write with a Produce: the Produce meets the re-authentication's rule (only
+    SaslAuthenticate now), as it does when sent on its own, and appends nothing. minikafka's own:
+    the fast lane hands the rest of a read to the gated path once the session changes."""
+    sasl_port = free_port()
+    broker = broker_factory({
+        "listeners": f"PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+            'org.apache.kafka.common.security.plain.PlainLoginModule required user_bob="bob-secret";',
+    })
+    topic = _topic()
+    with RawClient.connect(broker.bootstrap, timeout=10.0) as admin:
+        wait_for_topic(admin, topic)
+    with RawClient("127.0.0.1", sasl_port, timeout=10.0) as c:
+        assert c.request(SaslHandshakeRequest(mechanism="PLAIN"), 1).error_code == 0
+        auth = c.request(SaslAuthenticateRequest(auth_bytes=b"\0bob\0bob-secret"), 2)
+        assert auth.error_code == 0 and auth.session_lifetime.total_seconds() == 0  # no expiry: every request passes
+        assert produce(c, topic, 0, valid_batch(1)).error_code == 0  # served on the fast lane
+        shake_corr, shake = c.encode(SaslHandshakeRequest(mechanism="PLAIN"), 1)
+        produce_corr, produced = c.encode(produce_v9(topic, 0, valid_batch(3)), 9)
+        c.send_bytes(shake + produced)
+        got, answer = c.receive(17, 1, timeout=10)
+        assert (got, answer.error_code) == (shake_corr, 0)
+        got, answer = c.receive(0, 9, timeout=10)
+        assert got == produce_corr
+        assert answer.responses[0].partition_responses[0].error_code == ErrorCode.illegal_sasl_state
+        assert c.is_closed()
+    with RawClient.connect(broker.bootstrap, timeout=10.0) as admin:
+        assert high_watermark(admin, topic) == 1
