@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from minikafka import __version__
@@ -148,8 +149,6 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:  # a listener's TLS or SASL settings
         print(f"minikafka: configuration error: {exc}", file=sys.stderr)
         return 2
-    import os
-
     from minikafka.broker.allocator import keep_large_buffers_in_heap
 
     try:
