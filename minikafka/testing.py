@@ -235,6 +235,12 @@ class BrokerProcess:
         """How many file descriptors the broker process holds (sockets, segment files, ...)."""
         return len(os.listdir(f"/proc/{self.pid}/fd"))
 
+    def minor_faults(self) -> int:
+        """Page faults the broker process took without a disk read (minflt of /proc/<pid>/stat,
+        the 10th field; the fields are counted after the command's closing parenthesis)."""
+        with open(f"/proc/{self.pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[7])
+
 
 class ExternalBroker:
     """A broker someone else runs (KAFKA_BOOTSTRAP): the same tests, no restarts or files."""

@@ -4,15 +4,14 @@ A catch-up read across ten partitions gets answers of up to 10 MiB: a buffer of 
 partition read from the segment files, and what the socket does not take at once queued for the
 send thread. With glibc's defaults those buffers came as fresh pages, 350-500 page faults per MB
 served (2026-11-29); the broker's process keeps them in its heap instead. The test counts the
-broker process's minor page faults (/proc/<pid>/stat) over repeated reads of the same data, and
-checks every read is whole. minikafka's own: it looks at the broker's process.
+broker process's minor page faults (BrokerProcess.minor_faults) over repeated reads of the same
+data, and checks every read is whole. minikafka's own: it looks at the broker's process.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -25,11 +24,6 @@ pytestmark = [pytest.mark.integration,
 PARTITIONS = 10
 RECORDS = 20_000
 VALUE = b"v" * 1024
-
-
-def _minor_faults(pid: int) -> int:
-    # /proc/<pid>/stat: the fields after the command's closing parenthesis; minflt is the 10th field.
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[7])
 
 
 def _read_all(bootstrap: str, topic: str) -> int:
@@ -68,8 +62,8 @@ def test_a_catch_up_read_across_ten_partitions_takes_no_fresh_pages_once_warm(br
     megabytes = RECORDS * len(VALUE) / 1e6
     per_mb = []
     for _ in range(3):  # the first read grows the heap to what the answers need
-        before = _minor_faults(broker.pid)
+        before = broker.minor_faults()
         assert _read_all(broker.bootstrap, topic) == RECORDS
-        per_mb.append((_minor_faults(broker.pid) - before) / megabytes)
+        per_mb.append((broker.minor_faults() - before) / megabytes)
     # glibc's defaults: 350-500 per MB in every read (this test, the bench); kept in the heap: below 1 once warm.
     assert min(per_mb[1:]) < 50, f"minor page faults per MB served, read by read: {per_mb}"
