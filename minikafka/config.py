@@ -100,6 +100,7 @@ PROPS: tuple[Prop, ...] = (
     Prop("log.flush.interval.ms", _opt_int, None, _ge(0)),
     Prop("log.flush.scheduler.interval.ms", _int, LONG_MAX, _ge(0)),
     Prop("log.flush.offset.checkpoint.interval.ms", _int, 60000, _ge(0)),
+    Prop("num.recovery.threads.per.data.dir", _int, 2, _ge(1)),
     Prop("log.flush.start.offset.checkpoint.interval.ms", _int, 60000, _ge(0)),
     Prop("log.index.interval.bytes", _int, 4096, _ge(0)),
     Prop("log.index.size.max.bytes", _int, 10485760, _ge(4)),
@@ -238,7 +239,7 @@ KAFKA_BROKER_CONFIGS = _kafka_broker_configs()
 _LEGACY_IGNORED: frozenset[str] = frozenset({
     "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
     "controller.listener.names", "inter.broker.listener.name", "listener.security.protocol.map",
-    "num.network.threads", "num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",
+    "num.network.threads", "num.io.threads", "num.replica.fetchers",
     "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "queued.max.requests",
     "background.threads", "replica.lag.time.max.ms", "zookeeper.connect",
     "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",

@@ -135,7 +135,8 @@ class Broker:
         self.logs = LogManager(config.data_dir, node_id=config.node_id,
                                topic_defaults=topic_defaults(config),
                                topic_config_parser=parse_topic_config,
-                               cluster_id=config["cluster.id"] or None, open_files_capacity=open_files)
+                               cluster_id=config["cluster.id"] or None, open_files_capacity=open_files,
+                               recovery_threads=config["num.recovery.threads.per.data.dir"])
         self.purgatory = FetchPurgatory()
         # Fault rules (issue 20): set through the control endpoint, or MINIKAFKA_CRASH_AT at start.
         self.fault_rules = FaultRules(on_fire=fault_door.logged)

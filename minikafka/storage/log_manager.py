@@ -26,8 +26,10 @@ from minikafka.storage import files
 from minikafka.storage.dir_lock import DataDirLock
 from minikafka.storage.errors import StartupError
 from minikafka.storage.open_files import SHARED, OpenFiles
-from minikafka.storage.partition_log import LogDamage, PartitionLog
+from minikafka.storage.partition_log import (LogDamage, PartitionLog, first_to_recover, needs_swap_recovery,
+                                             segment_bases)
 from minikafka.storage.partition_maker import PartitionMaker, PendingPartition
+from minikafka.storage.recovery_check import RecoveryChecks
 from minikafka.storage.segment_flusher import SegmentFlusher
 
 log = structlog.get_logger("minikafka.storage")
@@ -77,8 +79,10 @@ def validate_topic_name(name: str) -> None:
 class LogManager:
     def __init__(self, data_dir: Path, *, node_id: int, topic_defaults: Mapping[str, Any],
                  topic_config_parser: Any, cluster_id: str | None = None,
-                 open_files_capacity: int | None = None) -> None:
+                 open_files_capacity: int | None = None, recovery_threads: int = 2) -> None:
         self.data_dir = data_dir
+        # Kafka's num.recovery.threads.per.data.dir: segments re-validated at once after a crash.
+        self.recovery_threads = recovery_threads
         # Every segment and index file of this directory is opened through one bounded cache.
         self.open_files = OpenFiles(open_files_capacity or SHARED.capacity)
         self.flusher = SegmentFlusher()  # rolled segments are fsynced off the event loop
@@ -121,6 +125,7 @@ class LogManager:
         start_offsets = self._read_checkpoint(files.LOG_START_OFFSET_CHECKPOINT)
         self._load_topics_file()
 
+        found: list[tuple[TopicPartition, Path, TopicInfo]] = []
         for name in sorted(os.listdir(self.data_dir)):
             path = self.data_dir / name
             tp = files.parse_partition_dir(name)
@@ -136,14 +141,22 @@ class LogManager:
             if topic_id is None or topic_id != info.topic_id:
                 files.write_partition_metadata(path, info.topic_id)
             info.partitions = max(info.partitions, tp.partition + 1)
-            self.logs[tp] = PartitionLog.open(
-                tp, path, self.topic_config(tp.topic),
-                recovery_point=recovery_points.get(tp, 0), log_start_offset=start_offsets.get(tp, 0),
-                clean=self.clean_startup, now_ms=now_ms,
-                # Internal topics hold the coordinators' state: re-validated at every start (they
-                # are small), and what is intact after a corrupt batch is kept (PartitionLog.open).
-                salvage=info.internal, open_files=self.open_files, flusher=self.flusher,
-            )
+            found.append((tp, path, info))
+        listings: dict[TopicPartition, list[str]] = {}
+        checks = self._recovery_checks(found, recovery_points, listings)
+        try:
+            for tp, path, info in found:
+                self.logs[tp] = PartitionLog.open(
+                    tp, path, self.topic_config(tp.topic),
+                    recovery_point=recovery_points.get(tp, 0), log_start_offset=start_offsets.get(tp, 0),
+                    clean=self.clean_startup, now_ms=now_ms,
+                    # Internal topics hold the coordinators' state: re-validated at every start (they
+                    # are small), and what is intact after a corrupt batch is kept (PartitionLog.open).
+                    salvage=info.internal, open_files=self.open_files, flusher=self.flusher, checks=checks,
+                    names=listings.pop(tp, None),
+                )
+        finally:
+            checks.close()
         # Partitions named in the topics file whose directory is missing (a stop before the
         # PartitionMaker made them) are made by it now, as after a CreateTopics.
         self.maker.submit([self._pending(info, p, now_ms) for info in self.topics.values()
@@ -165,6 +178,28 @@ class LogManager:
                 "recovered_segments": sum(pl.recovered_segments for pl in self.logs.values()),
                 "partitions": {f"{tp.topic}-{tp.partition}": pl.recovered_segments for tp, pl in self.logs.items()},
             }).encode(), fsync=False)
+
+    def _recovery_checks(self, found: list[tuple[TopicPartition, Path, TopicInfo]],
+                         recovery_points: Mapping[TopicPartition, int],
+                         listings: dict[TopicPartition, list[str]]) -> RecoveryChecks:
+        """The segment files the partitions' open() will re-validate, checked ahead on
+        num.recovery.threads.per.data.dir threads (storage/recovery_check.py) while the partitions
+        are opened one by one on this thread. After a clean stop only internal topics' are.
+        `listings` gets each directory listed here, which open() then need not list again."""
+        paths: list[str] = []
+        if self.recovery_threads > 1:
+            for tp, path, info in found:
+                if self.clean_startup and not info.internal:
+                    continue
+                names = os.listdir(path)
+                listings[tp] = names
+                if needs_swap_recovery(names):
+                    continue  # open() rewrites this directory's files first: it checks them itself
+                bases = segment_bases(names)
+                first = first_to_recover(bases, recovery_points.get(tp, 0), clean=self.clean_startup,
+                                         salvage=info.internal)
+                paths += [str(path / files.segment_name(base, files.LOG_SUFFIX)) for base in bases[first:]]
+        return RecoveryChecks(paths, self.recovery_threads)
 
     def shutdown(self) -> None:
         """Flush, checkpoint, close, and leave the clean-shutdown marker (Kafka's format).

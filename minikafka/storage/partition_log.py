@@ -33,6 +33,7 @@ from minikafka.storage.cleaner import swap
 from minikafka.storage.errors import KafkaStorageError, MessageTooLarge, OffsetOutOfRange
 from minikafka.storage.producer_state import CompletedTxn, InvalidProducerEpoch, ProducerStateManager
 from minikafka.storage.open_files import SHARED, OpenFiles
+from minikafka.storage.recovery_check import RecoveryChecks
 from minikafka.storage.segment import LogSegment
 from minikafka.storage.segment_flusher import SegmentFlusher, fsync_paths
 from minikafka.storage.txn_index import AbortedTxn
@@ -90,6 +91,26 @@ class LogDamage(NamedTuple):
     batches_kept: int
 
 
+def segment_bases(names: list[str]) -> list[int]:
+    """The base offsets of a partition directory's `.log` files, in order."""
+    return sorted(files.offset_from_name(n) for n in names if n.endswith(files.LOG_SUFFIX) and n[:20].isdigit())
+
+
+def needs_swap_recovery(names: list[str]) -> bool:
+    """A cleaning pass the last stop interrupted left files that open() finishes or undoes."""
+    return any(n.endswith((swap.CLEANED, swap.SWAP)) for n in names)
+
+
+def first_to_recover(bases: list[int], recovery_point: int, *, clean: bool, salvage: bool) -> int:
+    """The index of the first segment open() re-validates (len(bases): none). After a crash, the
+    segment holding the recovery point and every later one; internal topics (salvage), all."""
+    if salvage:
+        return 0
+    if clean:
+        return len(bases)
+    return max(0, bisect.bisect_right(bases, recovery_point) - 1)
+
+
 class PartitionLog:
     def __init__(self, tp: TopicPartition, directory: Path, topic_config: Mapping[str, Any],
                  now_ms: int, open_files: OpenFiles = SHARED, flusher: SegmentFlusher | None = None) -> None:
@@ -132,23 +153,27 @@ class PartitionLog:
     def open(cls, tp: TopicPartition, directory: Path, topic_config: Mapping[str, Any], *,
              recovery_point: int, log_start_offset: int, clean: bool, now_ms: int,
              salvage: bool = False, open_files: OpenFiles = SHARED,
-             flusher: SegmentFlusher | None = None) -> PartitionLog:
+             flusher: SegmentFlusher | None = None, checks: RecoveryChecks | None = None,
+             names: list[str] | None = None) -> PartitionLog:
         """Load the partition directory; recover from the recovery point unless the shutdown was clean.
 
         salvage=True (internal topics) re-validates every segment whatever the stop was, and after
         a corrupt batch keeps the intact batches that follow it: the log is truncated at the damage,
         they are appended again behind it (new offsets, same order), and `damage` says what was lost.
+        checks: segment files already being checked on other threads (LogManager.startup);
+        names: the directory's listing, when the caller has just taken it.
         """
         plog = cls(tp, directory, topic_config, now_ms, open_files, flusher)
         directory.mkdir(parents=True, exist_ok=True)
-        names = os.listdir(directory)  # one listing (start-up and creation of many partitions)
-        if any(n.endswith((swap.CLEANED, swap.SWAP)) for n in names):
+        if names is None:  # one listing (start-up and creation of many partitions)
+            names = os.listdir(directory)
+        if needs_swap_recovery(names):
             swap.recover(directory)  # a cleaning pass the last stop interrupted: finished or undone
             names = os.listdir(directory)
         for name in names:
             if name.endswith((".tmp", ".deleted")):
                 os.unlink(directory / name)
-        bases = sorted(files.offset_from_name(n) for n in names if n.endswith(files.LOG_SUFFIX) and n[:20].isdigit())
+        bases = segment_bases(names)
         for name in names:  # index files whose .log is gone are orphans
             if name.endswith((files.INDEX_SUFFIX, files.TIME_INDEX_SUFFIX, files.TXN_INDEX_SUFFIX)) \
                     and name[:20].isdigit() and files.offset_from_name(name) not in bases:
@@ -160,12 +185,7 @@ class PartitionLog:
             plog.segments.append(plog._new_segment_object(start, now_ms))
         plog._bases = [s.base_offset for s in plog.segments]
 
-        recover_from = 0 if not clean else len(plog.segments)
-        if not clean:
-            # The segment holding the recovery point and every later one are re-validated.
-            recover_from = max(0, bisect.bisect_right(plog._bases, recovery_point) - 1)
-        if salvage:
-            recover_from = 0
+        recover_from = first_to_recover(plog._bases, recovery_point, clean=clean, salvage=salvage)
         tail = b""
         for i, seg in enumerate(plog.segments):
             if i < recover_from:
@@ -181,7 +201,8 @@ class PartitionLog:
                 # The last segment (its index or its tail failed): re-validated, truncated at any damage.
             elif not salvage or not clean:
                 plog.recovered_segments += 1
-            truncated = seg.recover(max_batch_size=INT32_MAX, keep_tail=salvage)
+            checked = checks.result(str(seg.log_path)) if checks is not None else None
+            truncated = seg.recover(max_batch_size=INT32_MAX, keep_tail=salvage, checked=checked)
             if truncated:
                 # Anything after a corrupt point cannot be trusted as it lies: later segments go too.
                 later_bytes = []

@@ -22,6 +22,7 @@ from minikafka.protocol.records import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
 from minikafka.storage import files
 from minikafka.storage.offset_index import OffsetIndex
 from minikafka.storage.open_files import SHARED, OpenFiles
+from minikafka.storage.recovery_check import Checked
 from minikafka.storage.time_index import TimeIndex
 from minikafka.storage.txn_index import TransactionIndex
 
@@ -126,11 +127,14 @@ class LogSegment:
     def _index_within_log(self) -> bool:
         return not self.index.positions or self.index.positions[-1] < max(self.size, 1)
 
-    def recover(self, max_batch_size: int = 2**31 - 1, *, keep_tail: bool = False) -> int:
+    def recover(self, max_batch_size: int = 2**31 - 1, *, keep_tail: bool = False,
+                checked: Checked | None = None) -> int:
         """Re-validate every batch (size, magic, CRC), rebuild both indexes, truncate a bad tail.
 
         Returns the number of bytes truncated (Kafka's LogSegment.recover); with keep_tail the
         bytes cut off are kept in `truncated_tail` (internal topics salvage intact batches).
+        `checked`: this file's batches already checked on another thread (recovery_check.py); its
+        CRCs are not computed again, and where it found damage the tail is cut as if found here.
         """
         self.index.reset()
         self.time_index.reset()
@@ -143,8 +147,11 @@ class LogSegment:
         valid = 0
         last_index_entry = 0
         prev_next = None
+        trusted = checked is not None and checked.size == self.size
         try:
-            for pos, h in self.iter_headers(0, validate=True):
+            walk = (self.iter_headers(0, strict=True, end=checked.intact) if trusted and checked is not None
+                    else self.iter_headers(0, validate=True))
+            for pos, h in walk:
                 if h.size > max_batch_size:
                     raise CorruptRecord(f"batch of {h.size} bytes over the limit")
                 if prev_next is not None and h.base_offset < prev_next:
@@ -160,6 +167,8 @@ class LogSegment:
                 valid = pos + h.size
                 self.next_offset = h.next_offset
                 prev_next = h.next_offset
+            if trusted and checked is not None and checked.reason is not None:
+                raise self._corrupt(checked.intact, checked.reason)
         except CorruptRecord as exc:
             log.warning("segment_corrupt_tail", path=str(self.log_path), position=valid, reason=str(exc))
         truncated = self.size - valid
@@ -286,16 +295,16 @@ class LogSegment:
                 pass
 
     # ---------------------------------------------------------------------------------- reading
-    def iter_headers(self, start: int, *, validate: bool = False,
-                     strict: bool = False) -> Iterator[tuple[int, BatchHeader]]:
+    def iter_headers(self, start: int, *, validate: bool = False, strict: bool = False,
+                     end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
         """(position, header) of each batch from `start`; stops quietly at an incomplete tail.
 
         strict=True raises CorruptRecord where a bad header or a batch running past the end of the
         file stops the walk before the end (reads: the data there cannot be served); validate=True
-        also checks every batch's CRC (recovery).
+        also checks every batch's CRC (recovery). `end`: walk only the file's first `end` bytes.
         """
         pos = start
-        size = self.size
+        size = self.size if end is None else min(end, self.size)
         buf = b""
         buf_start = pos
         raising = validate or strict

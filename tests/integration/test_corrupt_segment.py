@@ -15,6 +15,7 @@ import uuid
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from clients import create_topic
 from rawclient import RawClient, high_watermark, list_offsets_v7
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -171,3 +172,60 @@ def test_after_a_clean_stop_damage_past_the_last_index_entry_is_truncated(broker
     assert got == {**{o: v for o, v in acked.items() if o < end}, end: b"after-0", end + 1: b"after-1",
                    end + 2: b"after-2"}
     assert "segment_tail_unreadable" in broker.log_path.read_text()  # and the operator is told
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_after_a_crash_large_batches_over_partitions_truncate_at_the_damage(broker_factory, threads: str) -> None:
+    """num.recovery.threads.per.data.dir: with two threads, segments of large batches are checked
+    on them while the partitions open (storage/recovery_check.py), with one all on the opening
+    thread. Either way the damaged partition ends at the batch before the damage and the others
+    keep every acknowledged record."""
+    broker = broker_factory(overrides={"num.recovery.threads.per.data.dir": threads})
+    topic = f"damaged-{uuid.uuid4().hex[:6]}"
+    create_topic(broker.bootstrap, topic, 3)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 20, "acks": "all"})
+    acked: dict[tuple[int, int], bytes] = {}
+    for i in range(150):
+        for part in range(3):
+            value = (b"%d-%05d-" % (part, i)) * 1000  # ~9 KB
+            p.produce(topic, value, partition=part,
+                      on_delivery=lambda err, m: acked.__setitem__((m.partition(), m.offset()), m.value())
+                      if err is None else None)
+        if i % 50 == 49:
+            assert p.flush(30) == 0
+    assert p.flush(30) == 0 and len(acked) == 450
+    broker.kill9()
+
+    path = broker.data_dir / f"{topic}-1" / ("0" * 20 + ".log")
+    segment = bytearray(path.read_bytes())
+    batches = []
+    pos = 0
+    while pos + 12 <= len(segment):
+        base, length = struct.unpack_from(">qi", segment, pos)
+        batches.append((pos, base))
+        pos += 12 + length
+    # Large batches in a file above the size the checks take (recovery_check.MIN_CHECKED_BYTES).
+    assert len(segment) >= 1024 * 1024 and len(segment) / len(batches) >= 16 * 1024, (len(segment), len(batches))
+    damaged_pos, damaged_base = batches[len(batches) // 2]
+    segment[damaged_pos + 5000] ^= 0x01
+    path.write_bytes(bytes(segment))
+    broker.start()
+
+    with RawClient.connect(broker.bootstrap) as c:
+        assert [high_watermark(c, topic, part) for part in range(3)] == [150, damaged_base, 150]
+    for part in range(3):
+        c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"c-{uuid.uuid4().hex[:6]}",
+                      "enable.auto.commit": False, "log_level": 3})
+        c.assign([TopicPartition(topic, part, 0)])
+        want = {o: v for (pt, o), v in acked.items() if pt == part and (part != 1 or o < damaged_base)}
+        got: dict[int, bytes] = {}
+        deadline = time.monotonic() + 60
+        try:
+            while len(got) < len(want) and time.monotonic() < deadline:
+                m = c.poll(0.5)
+                if m is not None:
+                    assert m.error() is None, m.error()
+                    got[m.offset()] = m.value()
+        finally:
+            c.close()
+        assert got == want, part

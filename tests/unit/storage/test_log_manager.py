@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import uuid
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from minikafka.config import BrokerConfig
 from minikafka.protocol import records
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.types import TopicPartition
-from minikafka.storage import files
+from minikafka.storage import files, recovery_check
 from minikafka.storage.errors import StartupError
 from minikafka.storage.log_manager import LogManager, NewTopic, TopicError, TopicInfo
 from minikafka.topic_config import parse_topic_config, topic_defaults
@@ -27,7 +28,8 @@ T0 = 1_700_000_000_000
 def manager(data_dir: Path, *, node_id: int = 1, **broker_props: str) -> LogManager:
     config = BrokerConfig.build(broker_props)
     lm = LogManager(data_dir, node_id=node_id, topic_defaults=topic_defaults(config),
-                    topic_config_parser=parse_topic_config)
+                    topic_config_parser=parse_topic_config,
+                    recovery_threads=config["num.recovery.threads.per.data.dir"])
     lm.startup(T0)
     return lm
 
@@ -192,6 +194,51 @@ def test_unclean_startup_recovers_from_recovery_point(tmp_path):
     third = manager(tmp_path)
     assert third.get(TopicPartition("t", 0)).recovered_segments == 1
     third.shutdown()
+
+
+def test_unclean_startup_checks_large_segments_on_threads_with_the_same_outcome(tmp_path, monkeypatch):
+    """num.recovery.threads.per.data.dir: after a crash, segments of large batches are checked on
+    that many threads (storage/recovery_check.py) while partitions open in order; the logs end
+    where the same start-up with one thread (every check inline) ends them."""
+    lm = manager(tmp_path / "a")
+    lm.create_topic("t", 3, {}, now_ms=T0)
+    lm.maker.wait_idle()
+    for p in range(3):
+        for _ in range(30):
+            produce(lm, "t", p, 20, value_size=2000)  # ~40 KB batches, ~1.2 MB per partition
+    crash(lm)
+    log1 = tmp_path / "a" / "t-1" / f"{0:020d}.log"
+    data = bytearray(log1.read_bytes())
+    assert len(data) >= recovery_check.MIN_CHECKED_BYTES
+    pos = 0
+    for _ in range(17):  # the 18th batch of partition 1 gets a flipped byte in a record
+        pos += records.read_header(data, pos).size
+    damaged_base = records.read_header(data, pos).base_offset
+    data[pos + 900] ^= 0x01
+    log1.write_bytes(bytes(data))
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+
+    checked: dict[str, recovery_check.Checked | None] = {}
+    real = recovery_check.check_segment
+
+    def spy(path: str) -> recovery_check.Checked | None:
+        checked[Path(path).parent.name] = result = real(path)
+        return result
+
+    monkeypatch.setattr(recovery_check, "check_segment", spy)
+    two = manager(tmp_path / "a", **{"num.recovery.threads.per.data.dir": "2"})
+    one = manager(tmp_path / "b", **{"num.recovery.threads.per.data.dir": "1"})
+    assert sorted(checked) == ["t-0", "t-1", "t-2"]  # on the pool (only with two threads)
+    assert checked["t-1"] is not None and checked["t-1"].reason == "CRC mismatch"
+    assert checked["t-0"] is not None and checked["t-0"].reason is None
+    for started in (two, one):
+        ends = [started.get(TopicPartition("t", p)).log_end_offset for p in range(3)]
+        assert ends == [600, damaged_base, 600]
+        assert started.get(TopicPartition("t", 1)).active.size == pos
+    assert (tmp_path / "a" / "t-1" / f"{0:020d}.index").read_bytes() == \
+        (tmp_path / "b" / "t-1" / f"{0:020d}.index").read_bytes()
+    two.shutdown()
+    one.shutdown()
 
 
 def test_unclean_startup_without_checkpoint_recovers_everything(tmp_path):
