@@ -19,8 +19,10 @@ stays in LogSegment.recover.
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import NamedTuple
 
@@ -52,15 +54,18 @@ class Checked(NamedTuple):
     reason: str | None
 
 
-def check_segment(path: str) -> Checked | None:
+def check_segment(path: str, buffer: ReadBuffer | None = None) -> Checked | None:
     """Read the `.log` file at `path` and check every batch: its header (size, magic), that it ends
     within the file, and its CRC. The same rules and reasons as LogSegment.iter_headers(validate=True).
-    None: the file's first batches are small, and recover() is better left to check it itself."""
+    None: the file's first batches are small, and recover() is better left to check it itself.
+    `buffer`: where to read (one per thread, kept from check to check); without one, a buffer of
+    this check's own."""
+    own = buffer is None
+    buf = ReadBuffer() if buffer is None else buffer
     fd = os.open(path, os.O_RDONLY)
     try:
         size = os.fstat(fd).st_size
-        buf = bytearray(min(_READ_CHUNK, max(size, HEADER_SIZE)))
-        view = memoryview(buf)
+        view = buf.at_least(min(_READ_CHUNK, max(size, HEADER_SIZE)))
         start = 0  # file position of buf[0]
         have = 0  # bytes of buf read from the file
         pos = 0
@@ -73,21 +78,20 @@ def check_segment(path: str) -> Checked | None:
                     have = os.preadv(fd, [view], pos)
                 if have - rel < HEADER_SIZE:
                     return Checked(size, pos, "truncated batch header")
-                batch = _LENGTH.unpack_from(buf, rel + 8)[0] + LOG_OVERHEAD
-                if batch < HEADER_SIZE or buf[rel + _MAGIC_AT] != MAGIC:
+                batch = _LENGTH.unpack_from(view, rel + 8)[0] + LOG_OVERHEAD
+                if batch < HEADER_SIZE or view[rel + _MAGIC_AT] != MAGIC:
                     return Checked(size, pos, "bad batch header")
                 if pos + batch > size:
                     return Checked(size, pos, "batch runs past the end of the file")
                 if rel + batch > have:  # the batch is not all in the buffer: read it from its start
-                    if batch > len(buf):
-                        view.release()
-                        buf = bytearray(batch)
-                        view = memoryview(buf)
+                    if batch > len(view):
+                        view.release()  # the mapping it shows is replaced by a larger one
+                        view = buf.at_least(batch)
                     start, rel = pos, 0
                     have = os.preadv(fd, [view], pos)
                     if have < batch:  # the file shrank under the check: not this check's to judge
                         return Checked(-1, pos, "file changed during the check")
-                if crc32c(view[rel + _CRC_FROM : rel + batch]) != _CRC.unpack_from(buf, rel + 17)[0]:
+                if crc32c(view[rel + _CRC_FROM : rel + batch]) != _CRC.unpack_from(view, rel + 17)[0]:
                     return Checked(size, pos, "CRC mismatch")
                 pos += batch
                 count += 1
@@ -98,6 +102,31 @@ def check_segment(path: str) -> Checked | None:
             view.release()
     finally:
         os.close(fd)
+        if own:
+            buf.close()
+
+
+class ReadBuffer:
+    """A check's read buffer: an anonymous mapping, unmapped by close() (or when the thread that
+    holds it ends). From malloc, each check thread's arena kept its 8 MiB buffers after the pool
+    was gone (16 MB more RSS for the broker's life); mapped anew for each check, every check paid
+    page faults over its whole buffer (0.70 -> 0.83 s for 150 segments)."""
+
+    __slots__ = ("_map",)
+
+    def __init__(self) -> None:
+        self._map: mmap.mmap | None = None
+
+    def at_least(self, size: int) -> memoryview:
+        if self._map is None or len(self._map) < size:
+            self.close()
+            self._map = mmap.mmap(-1, size)
+        return memoryview(self._map)
+
+    def close(self) -> None:
+        if self._map is not None:
+            self._map.close()
+            self._map = None
 
 
 class RecoveryChecks:
@@ -108,11 +137,18 @@ class RecoveryChecks:
     def __init__(self, paths: list[str], threads: int) -> None:
         self._pool: ThreadPoolExecutor | None = None
         self._futures: dict[str, Future[Checked | None]] = {}
+        self._buffers = threading.local()  # each pool thread's ReadBuffer, unmapped as it ends
         if threads > 1:
             paths = [p for p in paths if _size(p) >= MIN_CHECKED_BYTES]
         if paths and threads > 1:
             self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="minikafka-log-recovery")
-            self._futures = {p: self._pool.submit(check_segment, p) for p in paths}
+            self._futures = {p: self._pool.submit(self._check, p) for p in paths}
+
+    def _check(self, path: str) -> Checked | None:
+        buffer = getattr(self._buffers, "buffer", None)
+        if buffer is None:
+            buffer = self._buffers.buffer = ReadBuffer()
+        return check_segment(path, buffer)
 
     def result(self, path: str) -> Checked | None:
         future = self._futures.pop(path, None)

@@ -221,8 +221,8 @@ def test_unclean_startup_checks_large_segments_on_threads_with_the_same_outcome(
     checked: dict[str, recovery_check.Checked | None] = {}
     real = recovery_check.check_segment
 
-    def spy(path: str) -> recovery_check.Checked | None:
-        checked[Path(path).parent.name] = result = real(path)
+    def spy(path: str, buffer: recovery_check.ReadBuffer | None = None) -> recovery_check.Checked | None:
+        checked[Path(path).parent.name] = result = real(path, buffer)
         return result
 
     monkeypatch.setattr(recovery_check, "check_segment", spy)

@@ -187,9 +187,9 @@ def test_checks_run_on_the_pool_and_small_files_stay_inline(tmp_path, monkeypatc
     ran_on: list[str] = []
     real = recovery_check.check_segment
 
-    def spy(path):
+    def spy(path, buffer=None):
         ran_on.append(threading.current_thread().name)
-        return real(path)
+        return real(path, buffer)
 
     monkeypatch.setattr(recovery_check, "check_segment", spy)
     checks = RecoveryChecks([big_path, small_path, str(tmp_path / "gone.log")], threads=2)
@@ -206,3 +206,33 @@ def test_checks_run_on_the_pool_and_small_files_stay_inline(tmp_path, monkeypatc
     assert one.result(big_path) is None
     one.close()
     assert len(ran_on) == 1
+
+
+def test_the_pool_and_its_buffers_are_gone_after_close(tmp_path):
+    """Each pool thread reads into one mapping of its own, unmapped when the thread ends: the
+    threads end with close(), so start-up leaves no buffer behind (malloc's arenas kept 16 MB)."""
+    paths = []
+    for n in range(4):
+        (tmp_path / str(n)).mkdir()
+        fill(tmp_path / str(n), 60)
+        paths.append(str(tmp_path / str(n) / f"{BASE:020d}.log"))
+    checks = RecoveryChecks(paths, threads=2)
+    assert all(checks.result(p) is not None for p in paths)
+    assert any(t.name.startswith("minikafka-log-recovery") for t in threading.enumerate())
+    checks.close()
+    assert not any(t.name.startswith("minikafka-log-recovery") for t in threading.enumerate())
+
+
+def test_a_read_buffer_grows_and_unmaps():
+    buffer = recovery_check.ReadBuffer()
+    small = buffer.at_least(4096)
+    assert len(small) >= 4096
+    small.release()
+    big = buffer.at_least(1 << 20)
+    assert len(big) == 1 << 20
+    big.release()
+    again = buffer.at_least(4096)  # a smaller need reuses the larger mapping
+    assert len(again) == 1 << 20
+    again.release()
+    buffer.close()
+    buffer.close()  # twice is harmless
