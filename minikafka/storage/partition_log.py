@@ -217,11 +217,16 @@ class PartitionLog:
                 break
         plog._bases = [s.base_offset for s in plog.segments]
         plog.log_start_offset = max(log_start_offset, plog.segments[0].base_offset)
-        plog.recovery_point = min(recovery_point, plog.log_end_offset) if clean else plog.log_end_offset
+        # As Kafka's LogLoader: the recovery point moves only with a flush. After a crash nothing is
+        # flushed here: the recovered segments stay above it (the next crash checks them again),
+        # and start-up does not wait for the pages the last run left dirty (~2 GB of them made a
+        # restart 0.6-0.7 s longer, 2026-11-30). What start-up itself rewrote is flushed: salvaged
+        # batches, and indexes rebuilt after a clean stop.
+        plog.recovery_point = min(recovery_point, plog.log_end_offset)
         plog._load_producer_state()
         if tail:
             plog._salvage(tail, now_ms)
-        if not clean or tail or plog.recovered_segments:
+        if tail or (clean and plog.recovered_segments):
             plog.flush()
         return plog
 
