@@ -168,6 +168,8 @@ class LogManager:
             marker.unlink()
         self._save_topics_file()
         self.checkpoint()
+        for plog in self.logs.values():  # after a crash: fsynced by the flusher, start-up does not wait
+            plog.flush_recovered()
         self.damaged = {tp: pl.damage for tp, pl in self.logs.items() if pl.damage is not None}
         log.info("logs_loaded", partitions=len(self.logs), clean=self.clean_startup,
                  recovered_segments=sum(pl.recovered_segments for pl in self.logs.values()))

@@ -195,6 +195,34 @@ def test_the_segment_flusher_fsyncs_files_and_skips_deleted_ones(tmp_path):
         flusher.close()
 
 
+def test_after_a_crash_recovered_segments_are_flushed_in_the_background(tmp_path):
+    """Start-up does not wait for the fsync of what it re-validated (the last run may have left
+    gigabytes dirty): the flusher does it once every partition is open, and the recovery point
+    stays where the checkpoint put it until that flush is done, as Kafka's moves only with a flush."""
+    d = tmp_path / "t-0"
+    plog, before = _fill(d, cfg(segment_bytes=1000))
+    rp = plog.recovery_point
+    bases = [s.base_offset for s in plog.segments]
+    crash(plog)
+    flusher = _HeldFlusher()
+    again = PartitionLog.open(TP, d, cfg(segment_bytes=1000), recovery_point=rp, log_start_offset=0,
+                              clean=False, now_ms=T0, flusher=flusher)
+    holding = max(i for i, b in enumerate(bases) if b <= rp)
+    assert read_all(again) == before
+    assert flusher.submitted == []  # handed over once every partition is open (LogManager.startup)
+    again.flush_recovered()
+    again.flush_recovered()  # once
+    assert len(flusher.submitted) == 1
+    future, paths = flusher.submitted[0]
+    assert [p for p in paths if p.suffix == ".log"] == [s.log_path for s in again.segments[holding:]]
+    again.settle_flushes()
+    assert again.recovery_point == rp, "moved before the recovered segments were on disk"
+    future.set_result(None)
+    again.settle_flushes()
+    assert again.recovery_point == again.log_end_offset
+    again.close()
+
+
 def test_roll_by_segment_ms(tmp_path):
     plog = open_log(tmp_path / "t-0", cfg(segment_ms=1000))
     produce(plog, 1, ts=T0)
@@ -400,11 +428,7 @@ def test_unclean_reopen_revalidates_from_recovery_point(tmp_path):
     holding = max(i for i, b in enumerate(bases) if b <= rp)
     assert again.recovered_segments == len(bases) - holding
     assert read_all(again) == before
-    # As Kafka's LogLoader: recovery does not flush, so the recovery point does not move (a crash
-    # before the next flush re-validates the same segments); a flush moves it to the log end.
-    assert again.recovery_point == rp
-    again.flush()
-    assert again.recovery_point == again.log_end_offset
+    assert again.recovery_point == again.log_end_offset  # no flusher: the recovered segments flushed here
     again.close()
     # Without a recovery point, everything is re-validated.
     again = open_log(d, cfg(segment_bytes=1000), clean=False, recovery_point=0)
