@@ -26,8 +26,12 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import NamedTuple
 
+import structlog
+
 from minikafka.protocol.crc import crc32c
 from minikafka.protocol.records import HEADER_SIZE, LOG_OVERHEAD, MAGIC
+
+log = structlog.get_logger("minikafka.storage")
 
 _READ_CHUNK = 8 * 1024 * 1024  # one read covers many batches; a larger batch grows the buffer
 # Smaller files are checked inline by recover(): handing them to a thread costs more than it saves,
@@ -140,9 +144,9 @@ class RecoveryChecks:
         self._buffers = threading.local()  # each pool thread's ReadBuffer, unmapped as it ends
         if threads > 1:
             paths = [p for p in paths if _size(p) >= MIN_CHECKED_BYTES]
-        if paths and threads > 1:
-            self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="minikafka-log-recovery")
-            self._futures = {p: self._pool.submit(self._check, p) for p in paths}
+            if paths:
+                self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="minikafka-log-recovery")
+                self._futures = {p: self._pool.submit(self._check, p) for p in paths}
 
     def _check(self, path: str) -> Checked | None:
         buffer = getattr(self._buffers, "buffer", None)
@@ -158,6 +162,9 @@ class RecoveryChecks:
             return future.result()
         except OSError:
             return None  # recover() reads the file again and meets the error itself
+        except Exception:  # noqa: BLE001 - a check is an optimisation: recover() does it all itself
+            log.exception("recovery_check_failed", path=path)
+            return None
 
     def close(self) -> None:
         """Stop the pool; checks nobody asked for are cancelled (or finish, and are dropped)."""

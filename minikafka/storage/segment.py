@@ -147,10 +147,10 @@ class LogSegment:
         valid = 0
         last_index_entry = 0
         prev_next = None
-        trusted = checked is not None and checked.size == self.size
+        trusted = checked if checked is not None and checked.size == self.size else None
         try:
-            walk = (self.iter_headers(0, strict=True, end=checked.intact) if trusted and checked is not None
-                    else self.iter_headers(0, validate=True))
+            walk = (self.iter_headers(0, validate=True) if trusted is None
+                    else self.iter_headers(0, strict=True, end=trusted.intact))
             for pos, h in walk:
                 if h.size > max_batch_size:
                     raise CorruptRecord(f"batch of {h.size} bytes over the limit")
@@ -167,8 +167,8 @@ class LogSegment:
                 valid = pos + h.size
                 self.next_offset = h.next_offset
                 prev_next = h.next_offset
-            if trusted and checked is not None and checked.reason is not None:
-                raise self._corrupt(checked.intact, checked.reason)
+            if trusted is not None and trusted.reason is not None:
+                raise self._corrupt(trusted.intact, trusted.reason)
         except CorruptRecord as exc:
             log.warning("segment_corrupt_tail", path=str(self.log_path), position=valid, reason=str(exc))
         truncated = self.size - valid

@@ -236,3 +236,22 @@ def test_a_read_buffer_grows_and_unmaps():
     again.release()
     buffer.close()
     buffer.close()  # twice is harmless
+
+
+def test_a_check_that_fails_leaves_the_file_to_recover(tmp_path, monkeypatch):
+    """A check is only a head start: one that raises (a bug, not the file) is logged and recover()
+    checks the file itself, so start-up goes on."""
+    fill(tmp_path, 60)
+    path = str(tmp_path / f"{BASE:020d}.log")
+
+    def broken(path, buffer=None):
+        raise ValueError("a bug in the check")
+
+    monkeypatch.setattr(recovery_check, "check_segment", broken)
+    checks = RecoveryChecks([path], threads=2)
+    try:
+        with structlog.testing.capture_logs() as told:
+            assert checks.result(path) is None
+    finally:
+        checks.close()
+    assert [e["event"] for e in told] == ["recovery_check_failed"]
