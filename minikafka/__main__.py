@@ -149,12 +149,12 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:  # a listener's TLS or SASL settings
         print(f"minikafka: configuration error: {exc}", file=sys.stderr)
         return 2
-    from minikafka.broker.allocator import keep_large_buffers_in_heap
+    from minikafka.broker.allocator import tune_broker_process
 
     try:
         # This process is the broker's own: its allocator keeps large buffers (after start-up,
         # which the 2 ms this takes would only delay).
-        uvloop.run(broker.run(after_start=lambda: keep_large_buffers_in_heap(os.environ)))
+        uvloop.run(broker.run(after_start=lambda: tune_broker_process(os.environ)))
     except StartupError as exc:  # a data directory that cannot be used: one line, no traceback
         print(f"minikafka: {exc}", file=sys.stderr)
         return 1

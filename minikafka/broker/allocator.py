@@ -10,9 +10,15 @@ broker's CPU in page faults (perf, 2026-11-29): 1.4-1.5 CPU-s per GB, against 0.
 partition, and the consumer waited on the broker (580-630 MB/s, the client's CPU at 70 %).
 
 With blocks up to 32 MiB taken from the heap, and up to 64 MiB of free heap kept at its top rather
-than given back after each answer, the same read ran at 760-920 MB/s with 0.6-0.8 CPU-s per GB. The
-cost: memory freed after a burst of large answers stays with the process (RSS 43 -> 60 MB after
-that read). Either setting alone changes nothing: the heap must take the blocks and keep them.
+than given back after each answer, the same read ran at 760-920 MB/s with 0.6-0.8 CPU-s per GB.
+Either setting alone changes nothing: the heap must take the blocks and keep them.
+
+Across 100 partitions an answer reaches fetch.max.bytes (50 MiB by default): 50 MiB read and as
+much queued for the send thread, so the free top passed 64 MiB after each answer and was given
+back, and faults came back (129-356 per MB, 566-609 MB/s, 2026-11-30). The heap now keeps up to
+256 MiB at its top, and `give_back_free_heap` (malloc_trim) returns what is free every
+FREE_HEAP_RETURN_S seconds: memory taken by a burst of large answers goes back to the system
+within seconds of it, and under load the returned pages are faulted in again once per period.
 
 Only `minikafka serve` (the broker's own process) does this, once the broker answers (importing
 ctypes takes 2 ms, not spent before the first answer): an embedded broker lives in its user's
@@ -22,6 +28,7 @@ them (MALLOC_*_ variables, or glibc.malloc tunables). Elsewhere (musl, macOS) it
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Mapping
 
@@ -30,7 +37,8 @@ M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
 
 MMAP_THRESHOLD = 32 << 20  # glibc's largest accepted value on 64-bit (HEAP_MAX_SIZE / 2)
-TRIM_THRESHOLD = 64 << 20
+TRIM_THRESHOLD = 256 << 20  # two 50 MiB answers read and queued at once
+FREE_HEAP_RETURN_S = 10.0
 
 _GLIBC_MALLOC_ENV = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_",
                      "MALLOC_MMAP_MAX_", "MALLOC_ARENA_MAX")
@@ -55,3 +63,32 @@ def keep_large_buffers_in_heap(environ: Mapping[str, str]) -> bool:
     mallopt.restype = ctypes.c_int
     # musl's mallopt does nothing and answers 0; glibc answers 1 for a value it took.
     return mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1 and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
+
+
+def give_back_free_heap() -> bool:
+    """Return the heap's free pages to the system (glibc's malloc_trim): True when some were."""
+    import ctypes
+
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return False
+    trim.argtypes = (ctypes.c_size_t,)
+    trim.restype = ctypes.c_int
+    return trim(0) == 1
+
+
+def tune_broker_process(environ: Mapping[str, str], every_s: float = FREE_HEAP_RETURN_S) -> bool:
+    """`minikafka serve`'s allocator, from its running event loop: large buffers kept in the heap,
+    and its free pages given back every `every_s` seconds for the process's life. False: left as
+    it was."""
+    if not keep_large_buffers_in_heap(environ):
+        return False
+    loop = asyncio.get_running_loop()
+
+    def give_back() -> None:
+        give_back_free_heap()
+        loop.call_later(every_s, give_back)
+
+    loop.call_later(every_s, give_back)
+    return True

@@ -76,3 +76,60 @@ def test_the_users_own_glibc_settings_win():
 ])
 def test_user_has_settings(environ, expected):
     assert user_has_settings(environ) is expected
+
+
+# Around 120 blocks of 1 MiB freed at once (two 50 MiB answers, read and queued): what stays in
+# memory, and what stays after give_back_free_heap; then the period the broker runs it on.
+_GIVE_BACK_PROBE = textwrap.dedent("""
+    import asyncio, ctypes, json, os, sys
+    from minikafka.broker import allocator
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                                                   "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+    libc = ctypes.CDLL(None)
+    if not hasattr(libc, "mallinfo2"):
+        print(json.dumps(None)); sys.exit()
+    libc.mallinfo2.restype = MallInfo2
+    calls = []
+    PAGE = os.sysconf("SC_PAGE_SIZE")
+
+    def resident():  # bytes of the process in memory (RSS)
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * PAGE
+
+    async def main():
+        tuned = allocator.tune_broker_process({}, every_s=0.01)
+        start = resident()
+        blocks = [bytearray(1 << 20) for _ in range(120)]  # zero-filled: every page touched
+        del blocks
+        kept = resident() - start
+        gave_back = allocator.give_back_free_heap()
+        left = resident() - start
+        allocator.give_back_free_heap = lambda: calls.append(1) or True
+        for _ in range(500):  # the period is 10 ms: three calls come well within 5 s
+            if len(calls) >= 3:
+                break
+            await asyncio.sleep(0.01)
+        return {"tuned": tuned, "kept_mib": kept >> 20, "gave_back": gave_back, "left_mib": left >> 20,
+                "periodic_calls": len(calls)}
+
+    print(json.dumps(asyncio.run(main())))
+""")
+
+
+def test_a_burst_of_large_buffers_is_given_back_and_the_broker_does_it_periodically():
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    base = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "GLIBC_TUNABLES"}
+    out = subprocess.run([sys.executable, "-c", _GIVE_BACK_PROBE], capture_output=True, text=True, timeout=60,
+                         env={**base, "PYTHONPATH": repo}, check=True).stdout
+    result = json.loads(out)
+    if result is None:
+        pytest.skip("not glibc (no mallinfo2)")
+    assert result["tuned"] is True
+    # How much of the burst stays before the give-back depends on where the interpreter's own small
+    # blocks land in the heap; tests/integration/test_large_answers.py measures the threshold's effect.
+    assert result["kept_mib"] >= 40, result
+    assert result["gave_back"] is True and result["left_mib"] < 10, result
+    assert result["periodic_calls"] >= 3, result
