@@ -84,14 +84,8 @@ _GIVE_BACK_PROBE = textwrap.dedent("""
     import asyncio, ctypes, json, os, sys
     from minikafka.broker import allocator
 
-    class MallInfo2(ctypes.Structure):
-        _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
-                                                   "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
-
-    libc = ctypes.CDLL(None)
-    if not hasattr(libc, "mallinfo2"):
+    if not hasattr(ctypes.CDLL(None), "malloc_trim"):
         print(json.dumps(None)); sys.exit()
-    libc.mallinfo2.restype = MallInfo2
     calls = []
     PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -126,7 +120,7 @@ def test_a_burst_of_large_buffers_is_given_back_and_the_broker_does_it_periodica
                          env={**base, "PYTHONPATH": repo}, check=True).stdout
     result = json.loads(out)
     if result is None:
-        pytest.skip("not glibc (no mallinfo2)")
+        pytest.skip("not glibc (no malloc_trim)")
     assert result["tuned"] is True
     # How much of the burst stays before the give-back depends on where the interpreter's own small
     # blocks land in the heap; tests/integration/test_large_answers.py measures the threshold's effect.
