@@ -74,8 +74,8 @@ def test_a_catch_up_read_takes_no_fresh_pages_once_warm(broker_factory, partitio
         assert _read_all(broker.bootstrap, topic, partitions, records) == records
         per_mb.append((broker.minor_faults() - before) / megabytes)
     # glibc's defaults: 350-500 per MB in every read (this test, the bench); at 100 partitions with
-    # 64 MiB of free heap kept, 323-357. Kept in the heap: 0-5 once warm. A read that the periodic
-    # give-back (every 10 s) falls into faults its pages in again: the better warm read counts.
+    # 64 MiB of free heap kept, 323-357. Kept in the heap: 0-5 once warm (nothing is given back while
+    # the broker is busy; a give-back between two reads is faulted in again: the better one counts).
     assert min(per_mb[1:]) < 50, f"minor page faults per MB served, read by read: {per_mb}"
 
 
@@ -85,7 +85,7 @@ def test_the_heap_a_burst_of_large_answers_took_goes_back_to_the_system(broker_f
     _fill(broker, topic, 100, 100_000)
     assert _read_all(broker.bootstrap, topic, 100, 100_000) == 100_000
     after_read = broker.rss_kb()
-    deadline = time.monotonic() + 60  # given back every 10 s (FREE_HEAP_RETURN_S)
+    deadline = time.monotonic() + 60  # given back after an idle period of 10 s (FREE_HEAP_RETURN_S)
     while broker.rss_kb() > after_read - 30_000 and time.monotonic() < deadline:
         time.sleep(0.5)  # polling the broker's RSS: the condition itself, bounded by the deadline
     assert broker.rss_kb() <= after_read - 30_000, (after_read, broker.rss_kb())

@@ -79,7 +79,8 @@ def test_user_has_settings(environ, expected):
 
 
 # Around 120 blocks of 1 MiB freed at once (two 50 MiB answers, read and queued): what stays in
-# memory, and what stays after give_back_free_heap; then the period the broker runs it on.
+# memory, and what stays after give_back_free_heap; then the broker's periodic look, which gives
+# back only after an idle period.
 _GIVE_BACK_PROBE = textwrap.dedent("""
     import asyncio, ctypes, json, os, sys
     from minikafka.broker import allocator
@@ -94,7 +95,14 @@ _GIVE_BACK_PROBE = textwrap.dedent("""
             return int(f.read().split()[1]) * PAGE
 
     async def main():
-        tuned = allocator.tune_broker_process({}, every_s=0.01)
+        busy = False  # the process's CPU clock as the broker's look sees it: idle, then busy
+        cpu = [0.0]
+
+        def cpu_seconds():
+            cpu[0] += 1.0 if busy else 0.0
+            return cpu[0]
+
+        tuned = allocator.tune_broker_process({}, every_s=0.01, cpu_seconds=cpu_seconds)
         start = resident()
         blocks = [bytearray(1 << 20) for _ in range(120)]  # zero-filled: every page touched
         del blocks
@@ -106,14 +114,17 @@ _GIVE_BACK_PROBE = textwrap.dedent("""
             if len(calls) >= 3:
                 break
             await asyncio.sleep(0.01)
+        idle_calls = len(calls)
+        busy = True  # a second of CPU per look: not idle, nothing given back
+        await asyncio.sleep(0.2)
         return {"tuned": tuned, "kept_mib": kept >> 20, "gave_back": gave_back, "left_mib": left >> 20,
-                "periodic_calls": len(calls)}
+                "idle_calls": idle_calls, "busy_calls": len(calls) - idle_calls}
 
     print(json.dumps(asyncio.run(main())))
 """)
 
 
-def test_a_burst_of_large_buffers_is_given_back_and_the_broker_does_it_periodically():
+def test_a_burst_of_large_buffers_is_given_back_and_the_broker_does_it_when_idle():
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     base = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "GLIBC_TUNABLES"}
     out = subprocess.run([sys.executable, "-c", _GIVE_BACK_PROBE], capture_output=True, text=True, timeout=60,
@@ -126,4 +137,5 @@ def test_a_burst_of_large_buffers_is_given_back_and_the_broker_does_it_periodica
     # blocks land in the heap; tests/integration/test_large_answers.py measures the threshold's effect.
     assert result["kept_mib"] >= 40, result
     assert result["gave_back"] is True and result["left_mib"] < 10, result
-    assert result["periodic_calls"] >= 3, result
+    assert result["idle_calls"] >= 3, result
+    assert result["busy_calls"] <= 1, result  # at most the look that straddled the change
