@@ -223,12 +223,12 @@ class PartitionLog:
         plog._load_producer_state()
         if tail:
             plog._salvage(tail, now_ms)
-        if tail or (clean and plog.recovered_segments):
-            plog.flush()  # what start-up itself rewrote: salvaged batches, indexes rebuilt after a clean stop
+        if tail or (clean and plog.recovered_segments) or (not clean and flusher is None):
+            # What start-up itself rewrote (salvaged batches, indexes rebuilt after a clean stop),
+            # and, without a flusher (tools, tests), what it re-validated after a crash.
+            plog.flush()
         elif not clean:
-            plog._recovered = plog.segments[recover_from:]
-            if flusher is None:  # tools and tests: no thread to hand them to
-                plog.flush_recovered()
+            plog._recovered = plog.segments[recover_from:]  # for flush_recovered
         return plog
 
     def flush_recovered(self) -> None:
@@ -237,19 +237,17 @@ class PartitionLog:
         roll; so a next crash does not check them again. LogManager.startup calls this once every
         partition is open: a restart then does not wait for the pages the last run left dirty
         (2 GB of them made it 0.6-0.7 s longer, 2026-11-30), nor do its own checkpoint fsyncs
-        queue behind their writeback. Without a flusher they are flushed here."""
+        queue behind their writeback. (open() without a flusher has flushed them itself.)"""
         recovered, self._recovered = self._recovered, []
         if not recovered:
             return
-        if self.flusher is None:
-            self.flush()
-            return
+        assert self.flusher is not None  # open() records them only when it has a flusher
         for seg in recovered:
             if seg.txn_index.dirty:  # rebuilt by the producer-state replay: rewritten on this thread
                 seg.txn_index.flush()
-        paths = [path for seg in recovered if not seg.closed for path in seg.file_paths()]
-        if paths:
-            self._rolled.append((self.flusher.submit(paths, owner=self), paths, self.log_end_offset))
+        # A file deleted meanwhile has nothing left to make durable (fsync_paths skips it).
+        paths = [path for seg in recovered for path in seg.file_paths()]
+        self._rolled.append((self.flusher.submit(paths, owner=self), paths, self.log_end_offset))
 
     def _salvage(self, tail: bytes, now_ms: int) -> None:
         """Append again the intact batches of a tail cut off at a corrupt batch (internal topics)."""
