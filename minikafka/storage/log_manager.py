@@ -142,8 +142,7 @@ class LogManager:
                 files.write_partition_metadata(path, info.topic_id)
             info.partitions = max(info.partitions, tp.partition + 1)
             found.append((tp, path, info))
-        listings: dict[TopicPartition, list[str]] = {}
-        checks = self._recovery_checks(found, recovery_points, listings)
+        checks, listings = self._recovery_checks(found, recovery_points)
         try:
             for tp, path, info in found:
                 self.logs[tp] = PartitionLog.open(
@@ -183,12 +182,13 @@ class LogManager:
 
     def _recovery_checks(self, found: list[tuple[TopicPartition, Path, TopicInfo]],
                          recovery_points: Mapping[TopicPartition, int],
-                         listings: dict[TopicPartition, list[str]]) -> RecoveryChecks:
+                         ) -> tuple[RecoveryChecks, dict[TopicPartition, list[str]]]:
         """The segment files the partitions' open() will re-validate, checked ahead on
         num.recovery.threads.per.data.dir threads (storage/recovery_check.py) while the partitions
-        are opened one by one on this thread. After a clean stop only internal topics' are.
-        `listings` gets each directory listed here, which open() then need not list again."""
+        are opened one by one on this thread (after a clean stop only internal topics' are); and
+        the directories listed for that, which open() then need not list again."""
         paths: list[str] = []
+        listings: dict[TopicPartition, list[str]] = {}
         if self.recovery_threads > 1:
             for tp, path, info in found:
                 if self.clean_startup and not info.internal:
@@ -201,7 +201,7 @@ class LogManager:
                 first = first_to_recover(bases, recovery_points.get(tp, 0), clean=self.clean_startup,
                                          salvage=info.internal)
                 paths += [str(path / files.segment_name(base, files.LOG_SUFFIX)) for base in bases[first:]]
-        return RecoveryChecks(paths, self.recovery_threads)
+        return RecoveryChecks(paths, self.recovery_threads), listings
 
     def shutdown(self) -> None:
         """Flush, checkpoint, close, and leave the clean-shutdown marker (Kafka's format).
