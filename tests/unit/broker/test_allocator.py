@@ -97,10 +97,18 @@ _GIVE_BACK_PROBE = textwrap.dedent("""
     async def main():
         busy = False  # the process's CPU clock as the broker's look sees it: idle, then busy
         cpu = [0.0]
+        reads = [0]  # two per look
 
         def cpu_seconds():
+            reads[0] += 1
             cpu[0] += 1.0 if busy else 0.0
             return cpu[0]
+
+        async def until(cond):  # bounded: the period is 10 ms, 5 s is hundreds of them
+            for _ in range(500):
+                if cond():
+                    return
+                await asyncio.sleep(0.01)
 
         tuned = allocator.tune_broker_process({}, every_s=0.01, cpu_seconds=cpu_seconds)
         start = resident()
@@ -110,15 +118,14 @@ _GIVE_BACK_PROBE = textwrap.dedent("""
         gave_back = allocator.give_back_free_heap()
         left = resident() - start
         allocator.give_back_free_heap = lambda: calls.append(1) or True
-        for _ in range(500):  # the period is 10 ms: three calls come well within 5 s
-            if len(calls) >= 3:
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: len(calls) >= 3)
         idle_calls = len(calls)
         busy = True  # a second of CPU per look: not idle, nothing given back
-        await asyncio.sleep(0.2)
+        busy_from = reads[0]
+        await until(lambda: reads[0] >= busy_from + 20)  # ten busy looks
         return {"tuned": tuned, "kept_mib": kept >> 20, "gave_back": gave_back, "left_mib": left >> 20,
-                "idle_calls": idle_calls, "busy_calls": len(calls) - idle_calls}
+                "idle_calls": idle_calls, "busy_calls": len(calls) - idle_calls,
+                "busy_looks": (reads[0] - busy_from) // 2}
 
     print(json.dumps(asyncio.run(main())))
 """)
@@ -138,4 +145,4 @@ def test_a_burst_of_large_buffers_is_given_back_and_the_broker_does_it_when_idle
     assert result["kept_mib"] >= 40, result
     assert result["gave_back"] is True and result["left_mib"] < 10, result
     assert result["idle_calls"] >= 3, result
-    assert result["busy_calls"] <= 1, result  # at most the look that straddled the change
+    assert result["busy_looks"] >= 10 and result["busy_calls"] <= 1, result  # at most the look that straddled the change
