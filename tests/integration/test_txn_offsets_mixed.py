@@ -80,7 +80,9 @@ def test_most_recent_commit_wins_across_compaction_and_restart(broker_factory, o
     """As above, with __consumer_offsets compacted while the transaction is open (its coordinator
     writes the live state again, after the pending TxnOffsetCommit): the order of the two commits
     must survive the rewrite, live and after a kill -9 restart."""
-    broker = broker_factory(overrides={"offsets.topic.segment.bytes": "16384"})
+    # The cleaner looks again every log.cleaner.backoff.ms after a pass with nothing to do: at
+    # Kafka's 15 s a look made during fill() leaves the wait below to a race with that backoff.
+    broker = broker_factory(overrides={"offsets.topic.segment.bytes": "16384", "log.cleaner.backoff.ms": "100"})
     bs = broker.bootstrap
     topic, group, filler = uniq("mixed-offsets"), uniq("mixed-group"), uniq("filler-group")
     create_topic(bs, topic, 1)
