@@ -43,6 +43,8 @@ M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD = 32 << 20  # glibc's largest accepted value on 64-bit (HEAP_MAX_SIZE / 2)
 TRIM_THRESHOLD = 256 << 20  # two 50 MiB answers read and queued at once
 FREE_HEAP_RETURN_S = 10.0
+# The period, from the environment: shorter in tests, which would otherwise wait up to two of 10 s.
+FREE_HEAP_RETURN_ENV = "MINIKAFKA_FREE_HEAP_RETURN_S"
 IDLE_CPU_SHARE = 0.05  # of one core, over a period: below it the broker is idle
 
 _GLIBC_MALLOC_ENV = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_",
@@ -83,23 +85,25 @@ def give_back_free_heap() -> bool:
     return trim(0) == 1
 
 
-def tune_broker_process(environ: Mapping[str, str], every_s: float = FREE_HEAP_RETURN_S,
+def tune_broker_process(environ: Mapping[str, str], every_s: float | None = None,
                         cpu_seconds: Callable[[], float] = time.process_time) -> bool:
     """`minikafka serve`'s allocator, from its running event loop: large buffers kept in the heap,
-    and its free pages given back at the end of each `every_s` period in which the process was
-    idle (`cpu_seconds`, all its threads), for the process's life. False: left as it was."""
+    and its free pages given back at the end of each `every_s` period (by default
+    FREE_HEAP_RETURN_ENV's, else FREE_HEAP_RETURN_S) in which the process was idle
+    (`cpu_seconds`, all its threads), for the process's life. False: left as it was."""
     if not keep_large_buffers_in_heap(environ):
         return False
+    period = every_s if every_s is not None else float(environ.get(FREE_HEAP_RETURN_ENV, FREE_HEAP_RETURN_S))
     loop = asyncio.get_running_loop()
     used_at_last_look = cpu_seconds()
 
     def look() -> None:
         nonlocal used_at_last_look
         used = cpu_seconds()
-        if used - used_at_last_look < every_s * IDLE_CPU_SHARE:
+        if used - used_at_last_look < period * IDLE_CPU_SHARE:
             give_back_free_heap()
         used_at_last_look = cpu_seconds()  # the give-back's own time is not the next period's
-        loop.call_later(every_s, look)
+        loop.call_later(period, look)
 
-    loop.call_later(every_s, look)
+    loop.call_later(period, look)
     return True
