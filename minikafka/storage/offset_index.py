@@ -2,6 +2,8 @@
 
 Entries are kept in memory for lookup and appended to the file as they are added. The file is not
 preallocated (Kafka preallocates and trims on roll; a trimmed file is what both leave behind).
+A rebuild (a segment's recovery) keeps its entries in memory and writes the file once at its end,
+and only when the file does not hold them already.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ APPEND_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND
 
 class OffsetIndex:
     __slots__ = ("path", "base_offset", "relative_offsets", "positions", "max_entries", "_files", "_key",
-                 "_unsynced")
+                 "_unsynced", "_rebuilding")
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int, open_files: OpenFiles = SHARED) -> None:
         self.path = path
@@ -32,6 +34,7 @@ class OffsetIndex:
         self._files = open_files
         self._key = str(path)
         self._unsynced = False
+        self._rebuilding = False
 
     # -- loading ---------------------------------------------------------------------------------
     def load(self) -> bool:
@@ -60,6 +63,22 @@ class OffsetIndex:
         with open(self.path, "wb"):
             pass
 
+    def begin_rebuild(self) -> None:
+        """Empty the index in memory for a rebuild (recovery); the entries added until
+        end_rebuild() are kept in memory only."""
+        self.close()
+        self.relative_offsets = array("i")
+        self.positions = array("i")
+        self._rebuilding = True
+
+    def end_rebuild(self) -> None:
+        """Write the rebuilt entries, unless the file holds exactly them already (as after a
+        kill -9 of a broker that had written them): truncating a file costs ext4 ~90 us against
+        ~11 us to read it, twice per partition when thousands are recovered at start-up."""
+        self._rebuilding = False
+        rewrite_index_file(self.path, b"".join(map(ENTRY.pack, self.relative_offsets, self.positions)))
+        self._unsynced = True  # written by this process or an earlier one: flushed as recovered
+
     def _open(self) -> int:
         self._unsynced = True  # about to write
         return self._files.fd(self._key, APPEND_FLAGS)
@@ -73,7 +92,8 @@ class OffsetIndex:
         rel = offset - self.base_offset
         if self.relative_offsets and rel <= self.relative_offsets[-1]:
             return
-        write_entry(self._open(), ENTRY.pack(rel, position), len(self.positions) * ENTRY.size)
+        if not self._rebuilding:
+            write_entry(self._open(), ENTRY.pack(rel, position), len(self.positions) * ENTRY.size)
         self.relative_offsets.append(rel)
         self.positions.append(position)
 
@@ -105,6 +125,23 @@ class OffsetIndex:
 
     def close(self) -> None:
         self._files.close(self._key)
+
+
+def rewrite_index_file(path: Path, data: bytes) -> None:
+    """Make the file hold exactly `data`; left untouched when it does already."""
+    try:
+        if path.read_bytes() == data:
+            return
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        n = os.write(fd, data) if data else 0
+        if n != len(data):
+            os.ftruncate(fd, 0)
+            raise OSError(errno.ENOSPC, f"short write to an index file ({n} of {len(data)} bytes)")
+    finally:
+        os.close(fd)
 
 
 def write_entry(fd: int, entry: bytes, size_before: int) -> None:

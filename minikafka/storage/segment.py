@@ -136,8 +136,17 @@ class LogSegment:
         `checked`: this file's batches already checked on another thread (recovery_check.py); its
         CRCs are not computed again, and where it found damage the tail is cut as if found here.
         """
-        self.index.reset()
-        self.time_index.reset()
+        # Rebuilt in memory; each index file is written at the end only where it differs.
+        self.index.begin_rebuild()
+        self.time_index.begin_rebuild()
+        try:
+            return self._recover(max_batch_size, keep_tail, checked)
+        finally:
+            self.index.end_rebuild()
+            self.time_index.end_rebuild()
+
+    def _recover(self, max_batch_size: int, keep_tail: bool, checked: Checked | None) -> int:
+        """recover()'s walk, with both indexes open for their rebuild."""
         self.txn_index.reset()
         self.txn_index_rebuild = True  # the log replay of producer state refills it
         self.max_timestamp = -1

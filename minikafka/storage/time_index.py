@@ -11,7 +11,7 @@ import struct
 from array import array
 from pathlib import Path
 
-from minikafka.storage.offset_index import APPEND_FLAGS, write_entry
+from minikafka.storage.offset_index import APPEND_FLAGS, rewrite_index_file, write_entry
 from minikafka.storage.open_files import SHARED, OpenFiles
 
 ENTRY = struct.Struct(">qi")
@@ -19,7 +19,7 @@ ENTRY = struct.Struct(">qi")
 
 class TimeIndex:
     __slots__ = ("path", "base_offset", "timestamps", "relative_offsets", "max_entries", "_files", "_key",
-                 "_unsynced")
+                 "_unsynced", "_rebuilding")
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int, open_files: OpenFiles = SHARED) -> None:
         self.path = path
@@ -30,6 +30,7 @@ class TimeIndex:
         self._files = open_files
         self._key = str(path)
         self._unsynced = False
+        self._rebuilding = False
 
     def load(self) -> bool:
         try:
@@ -55,6 +56,19 @@ class TimeIndex:
         with open(self.path, "wb"):
             pass
 
+    def begin_rebuild(self) -> None:
+        """As OffsetIndex.begin_rebuild: entries in memory only until end_rebuild()."""
+        self.close()
+        self.timestamps = array("q")
+        self.relative_offsets = array("i")
+        self._rebuilding = True
+
+    def end_rebuild(self) -> None:
+        """As OffsetIndex.end_rebuild: the file is written only when it differs."""
+        self._rebuilding = False
+        rewrite_index_file(self.path, b"".join(map(ENTRY.pack, self.timestamps, self.relative_offsets)))
+        self._unsynced = True
+
     @property
     def is_full(self) -> bool:
         return len(self.timestamps) >= self.max_entries
@@ -74,9 +88,10 @@ class TimeIndex:
         rel = offset - self.base_offset
         if self.relative_offsets and rel < self.relative_offsets[-1]:
             return
-        self._unsynced = True
-        write_entry(self._files.fd(self._key, APPEND_FLAGS), ENTRY.pack(timestamp, rel),
-                    len(self.timestamps) * ENTRY.size)
+        if not self._rebuilding:
+            self._unsynced = True
+            write_entry(self._files.fd(self._key, APPEND_FLAGS), ENTRY.pack(timestamp, rel),
+                        len(self.timestamps) * ENTRY.size)
         self.timestamps.append(timestamp)
         self.relative_offsets.append(rel)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import struct
 
 import pytest
 
@@ -177,6 +178,53 @@ def test_recover_rebuilds_identical_indexes(tmp_path):
     again.close()
     assert again.index.path.read_bytes() == idx_live
     assert again.time_index.path.read_bytes() == tidx_live
+
+
+def test_recover_leaves_index_files_that_hold_the_rebuilt_entries_unwritten(tmp_path):
+    """A kill -9 leaves correct index files behind: recovery reads them, does not rewrite them
+    (truncating a file is the costly part of recovering thousands of partitions)."""
+    seg = new_segment(tmp_path, interval=150)
+    for i in range(60):
+        append(seg, n=2, value_size=60, ts=T0 + i)
+    seg.close()
+    before = {p: os.stat(p) for p in (seg.index.path, seg.time_index.path)}
+    again = new_segment(tmp_path, interval=150)
+    assert again.recover() == 0
+    for p, st in before.items():
+        now = os.stat(p)
+        assert (now.st_ino, now.st_mtime_ns, now.st_size) == (st.st_ino, st.st_mtime_ns, st.st_size), p.name
+    # Appends after the recovery continue the file as the memory has it.
+    appended_after = [append(again, n=2, value_size=60, ts=T0 + 100 + i) for i in range(20)]
+    again.close()
+    assert appended_after
+    idx = again.index.path.read_bytes()
+    assert [(BASE + r, q) for r, q in struct.iter_unpack(">ii", idx)] == index_entries(again)
+    rebuilt = new_segment(tmp_path, interval=150)
+    rebuilt.recover()
+    rebuilt.close()
+    assert rebuilt.index.path.read_bytes() == idx
+
+
+@pytest.mark.parametrize("damage", ["extra-entry", "wrong-entry", "half-entry", "missing"])
+def test_recover_rewrites_index_files_that_differ(tmp_path, damage):
+    seg = new_segment(tmp_path, interval=150)
+    for i in range(60):
+        append(seg, n=2, value_size=60, ts=T0 + i)
+    seg.close()
+    good = {p: p.read_bytes() for p in (seg.index.path, seg.time_index.path)}
+    for p, data in good.items():
+        bad = {"extra-entry": data + data[-12:] if p.suffix == ".timeindex" else data + data[-8:],
+               "wrong-entry": bytes([data[0] ^ 1]) + data[1:],
+               "half-entry": data + b"\x00\x01\x02",
+               "missing": None}[damage]
+        if bad is None:
+            p.unlink()
+        else:
+            p.write_bytes(bad)
+    again = new_segment(tmp_path, interval=150)
+    assert again.recover() == 0
+    again.close()
+    assert {p: p.read_bytes() for p in good} == good
 
 
 def test_load_after_deleted_indexes_rebuilds_them(tmp_path):
