@@ -165,8 +165,8 @@ class PartitionLog:
         names: the directory's listing, when the caller has just taken it.
         """
         plog = cls(tp, directory, topic_config, now_ms, open_files, flusher)
-        directory.mkdir(parents=True, exist_ok=True)
         if names is None:  # one listing (start-up and creation of many partitions)
+            directory.mkdir(parents=True, exist_ok=True)
             names = os.listdir(directory)
         if needs_swap_recovery(names):
             swap.recover(directory)  # a cleaning pass the last stop interrupted: finished or undone
