@@ -142,8 +142,10 @@ class LogSegment:
         try:
             return self._recover(max_batch_size, keep_tail, checked)
         finally:
-            self.index.end_rebuild()
-            self.time_index.end_rebuild()
+            try:
+                self.index.end_rebuild()
+            finally:  # never left rebuilding: its later appends would not reach the file
+                self.time_index.end_rebuild()
 
     def _recover(self, max_batch_size: int, keep_tail: bool, checked: Checked | None) -> int:
         """recover()'s walk, with both indexes open for their rebuild."""
