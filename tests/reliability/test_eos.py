@@ -33,18 +33,20 @@ COPIER_DEADLINE_S = 120  # test-plan.md: copiers finish within 120 s (CI) / 240 
 @dataclass
 class CopierProc:
     args: list[str]
+    stderr_base: str
     proc: subprocess.Popen[str] | None = None
     consumed: int = 0
     lines: list[dict] = field(default_factory=list)
     reader: threading.Thread | None = None
 
     def start(self) -> None:
-        # COPIER_STDERR=path keeps each copier's stderr (with COPIER_DEBUG: librdkafka's debug log)
-        # in path.<transactional id>, one file per copier process.
-        where = os.environ.get("COPIER_STDERR")
-        stderr = open(f"{where}.{self.args[1]}" if where else os.devnull, "a")  # noqa: SIM115 - the child's
+        # Each copier's stderr (librdkafka's log; its transaction states, COPIER_DEBUG=eos unless
+        # the environment says otherwise) goes to <stderr_base>.<transactional id>, appended
+        # across its restarts: a failed run prints the ends of these files (_show_logs).
+        stderr = open(f"{self.stderr_base}.{self.args[1]}", "a")  # noqa: SIM115 - the child's
+        env = {**os.environ, "COPIER_DEBUG": os.environ.get("COPIER_DEBUG", "eos")}
         self.proc = subprocess.Popen([sys.executable, str(COPIER), *self.args], stdout=subprocess.PIPE,
-                                     stderr=stderr, text=True)
+                                     stderr=stderr, text=True, env=env)
         stderr.close()
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -150,27 +152,46 @@ def _run_eos(broker, *, n: int, partitions: int, target: str, hard: bool, group_
 
     reader = ConcurrentReader(bootstrap, "output", partitions)
     reader.start()
+    # COPIER_STDERR=path keeps the copiers' logs in path.<transactional id> (with COPIER_DEBUG set:
+    # librdkafka's debug contexts); by default beside the broker's data directory.
+    stderr_base = os.environ.get("COPIER_STDERR") or str(broker.data_dir.parent / "copier")
     try:
         _copy_and_check(broker, reader, n=n, partitions=partitions, target=target, hard=hard,
                         group_mode=group_mode, seed=seed, rng=rng, seeded=seeded, max_per_txn=max_per_txn,
-                        txn_timeout_ms=txn_timeout_ms, deadline_s=deadline_s)
+                        txn_timeout_ms=txn_timeout_ms, deadline_s=deadline_s, stderr_base=stderr_base)
+    except AssertionError:
+        _show_logs(broker, stderr_base)
+        raise
     finally:
         reader.stop.set()  # also when the copy failed: the reader's client must not outlive the broker
         reader.join(30)
 
 
+def _show_logs(broker, stderr_base: str, lines: int = 80) -> None:
+    """The ends of the copiers' logs (librdkafka's warnings and transaction state changes) and of
+    the broker's, into the failed test's captured output: a failure seen once under load (a
+    transaction held open past its timeout after two broker restarts, 2026-11-30) left nothing to
+    read."""
+    base = Path(stderr_base)
+    for path in [*sorted(base.parent.glob(base.name + ".*")), broker.log_path]:
+        if path.exists():
+            kept = [line for line in path.read_text(errors="replace").splitlines()
+                    if not line.startswith("%7|") or "state change" in line]
+            print(f"----- last {min(lines, len(kept))} lines of {path}", *kept[-lines:], sep="\n")
+
+
 def _copy_and_check(broker, reader: ConcurrentReader, *, n: int, partitions: int, target: str, hard: bool,
                     group_mode: bool, seed: int, rng: random.Random, seeded: dict[int, list[int]],
-                    max_per_txn: int, txn_timeout_ms: int, deadline_s: int) -> None:
+                    max_per_txn: int, txn_timeout_ms: int, deadline_s: int, stderr_base: str) -> None:
     bootstrap = broker.bootstrap
     common = ["--seed", str(seed), "--txn-timeout-ms", str(txn_timeout_ms), "--deadline-s", str(deadline_s),
               "--max-per-txn", str(max_per_txn)]
     if group_mode:
         copiers = [CopierProc([bootstrap, f"copier-{i}", "input", "output", "eos-group", "--subscribe",
-                               *common[:1], str(seed + i), *common[2:]]) for i in range(3)]
+                               *common[:1], str(seed + i), *common[2:]], stderr_base) for i in range(3)]
     else:
         copiers = [CopierProc([bootstrap, f"copier-{p}", "input", "output", "eos-group", "--partition", str(p),
-                               *common[:1], str(seed + p), *common[2:]]) for p in range(partitions)]
+                               *common[:1], str(seed + p), *common[2:]], stderr_base) for p in range(partitions)]
     for c in copiers:
         c.start()
 
