@@ -112,9 +112,11 @@ def _close_within(client: Any, seconds: float) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
     if item.get_closest_marker("unit") is None:  # unit tests make no clients: skip the heap walk
-        # What lives now predates the test: frozen, the collections and the heap walks below see
-        # only what this test makes. By the end of `make test` the session's heap is large enough
-        # that each walk of all of it cost a test ~0.5 s (measured on the last tests of the run).
+        # What lives now predates the test: frozen until its teardown's check is done, the
+        # collections and the heap walks below see only what this test makes. By the end of
+        # `make test` the session's heap is large enough that each walk of all of it cost a test
+        # ~0.5 s (measured on the last tests of the run). Unfrozen after: what becomes garbage
+        # later is collected as usual.
         gc.freeze()
         item._clients_before = {id(c) for c in _live_clients()}  # type: ignore[attr-defined]
     return (yield)
@@ -134,9 +136,11 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     result = yield
     if not hasattr(item, "_clients_before"):
         return result
-    gc.collect()
-    before = item._clients_before
-    leaked = [c for c in _live_clients() if id(c) not in before and _is_open(c)]
+    try:
+        gc.collect()
+        leaked = [c for c in _live_clients() if id(c) not in item._clients_before and _is_open(c)]
+    finally:
+        gc.unfreeze()
     for c in leaked:
         _close_within(c, 5.0)
     if leaked:
