@@ -50,11 +50,9 @@ class TimeIndex:
         return True
 
     def reset(self) -> None:
-        self.close()
-        self.timestamps = array("q")
-        self.relative_offsets = array("i")
-        with open(self.path, "wb"):
-            pass
+        """Empty the index (an empty segment's): a rebuild with no entries."""
+        self.begin_rebuild()
+        self.end_rebuild()
 
     def begin_rebuild(self) -> None:
         """As OffsetIndex.begin_rebuild: entries in memory only until end_rebuild()."""
@@ -66,8 +64,8 @@ class TimeIndex:
     def end_rebuild(self) -> None:
         """As OffsetIndex.end_rebuild: the file is written only when it differs."""
         self._rebuilding = False
-        rewrite_index_file(self.path, b"".join(map(ENTRY.pack, self.timestamps, self.relative_offsets)))
-        self._unsynced = True
+        written = rewrite_index_file(self.path, b"".join(map(ENTRY.pack, self.timestamps, self.relative_offsets)))
+        self._unsynced = self._unsynced or written or bool(self.timestamps)
 
     @property
     def is_full(self) -> bool:
