@@ -85,15 +85,14 @@ def give_back_free_heap() -> bool:
     return trim(0) == 1
 
 
-def tune_broker_process(environ: Mapping[str, str], every_s: float | None = None,
-                        cpu_seconds: Callable[[], float] = time.process_time) -> bool:
+def tune_broker_process(environ: Mapping[str, str], cpu_seconds: Callable[[], float] = time.process_time) -> bool:
     """`minikafka serve`'s allocator, from its running event loop: large buffers kept in the heap,
-    and its free pages given back at the end of each `every_s` period (by default
-    FREE_HEAP_RETURN_ENV's, else FREE_HEAP_RETURN_S) in which the process was idle
-    (`cpu_seconds`, all its threads), for the process's life. False: left as it was."""
+    and its free pages given back at the end of each period (FREE_HEAP_RETURN_ENV's seconds, else
+    FREE_HEAP_RETURN_S) in which the process was idle (`cpu_seconds`, all its threads), for the
+    process's life. False: left as it was."""
     if not keep_large_buffers_in_heap(environ):
         return False
-    period = every_s if every_s is not None else float(environ.get(FREE_HEAP_RETURN_ENV, FREE_HEAP_RETURN_S))
+    period = float(environ.get(FREE_HEAP_RETURN_ENV, FREE_HEAP_RETURN_S))
     loop = asyncio.get_running_loop()
     used_at_last_look = cpu_seconds()
 

@@ -110,7 +110,7 @@ _GIVE_BACK_PROBE = textwrap.dedent("""
                     return
                 await asyncio.sleep(0.01)
 
-        tuned = allocator.tune_broker_process({}, every_s=0.01, cpu_seconds=cpu_seconds)
+        tuned = allocator.tune_broker_process({allocator.FREE_HEAP_RETURN_ENV: "0.01"}, cpu_seconds=cpu_seconds)
         start = resident()
         blocks = [bytearray(1 << 20) for _ in range(120)]  # zero-filled: every page touched
         del blocks
