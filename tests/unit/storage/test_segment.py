@@ -187,17 +187,23 @@ def test_recover_leaves_index_files_that_hold_the_rebuilt_entries_unwritten(tmp_
     for i in range(60):
         append(seg, n=2, value_size=60, ts=T0 + i)
     seg.close()
-    before = {p: os.stat(p) for p in (seg.index.path, seg.time_index.path)}
+    # Dated an hour back: a rewrite would date them now (a file's clock is too coarse to tell a
+    # rewrite made within milliseconds of the first write).
+    an_hour_ago = os.stat(seg.index.path).st_mtime_ns - 3600 * 10**9
+    before = {}
+    for p in (seg.index.path, seg.time_index.path):
+        os.utime(p, ns=(an_hour_ago, an_hour_ago))
+        before[p] = p.read_bytes()
     again = new_segment(tmp_path, interval=150)
     assert again.recover() == 0
-    for p, st in before.items():
-        now = os.stat(p)
-        assert (now.st_ino, now.st_mtime_ns, now.st_size) == (st.st_ino, st.st_mtime_ns, st.st_size), p.name
+    for p, data in before.items():
+        assert (os.stat(p).st_mtime_ns, p.read_bytes()) == (an_hour_ago, data), p.name
     # Appends after the recovery continue the file as the memory has it.
-    appended_after = [append(again, n=2, value_size=60, ts=T0 + 100 + i) for i in range(20)]
+    for i in range(20):
+        append(again, n=2, value_size=60, ts=T0 + 100 + i)
     again.close()
-    assert appended_after
     idx = again.index.path.read_bytes()
+    assert len(idx) > len(before[again.index.path])
     assert [(BASE + r, q) for r, q in struct.iter_unpack(">ii", idx)] == index_entries(again)
     rebuilt = new_segment(tmp_path, interval=150)
     rebuilt.recover()
