@@ -81,7 +81,7 @@ class ProduceHandler:
             return None
         return _answer(tuple(topics), ZERO_MS, ())
 
-    def _append(self, tp: TopicPartition, records: bytes | None, now_ms: int,
+    def _append(self, tp: TopicPartition, records: bytes | bytearray | None, now_ms: int,
                 transactional_id: str | None) -> messages.PartitionProduceResponse:
         plog = self.svc.logs.get(tp)
         if plog is None:
@@ -100,8 +100,12 @@ class ProduceHandler:
                                     if error is ErrorCode.invalid_txn_state else None)
         monitor = self.svc.invariants
         end_before = plog.log_end_offset if monitor is not None else 0
+        # The append stamps offsets into its payload: the compiled request reader gives each
+        # partition's records a bytearray of their own (protocol/produce_request.py), used as it is;
+        # kio's bytes are copied.
+        payload = records if type(records) is bytearray else bytearray(records)
         try:
-            result = plog.append(bytearray(records), now_ms=now_ms)
+            result = plog.append(payload, now_ms=now_ms)
         except (CorruptRecord, InvalidRecord, StorageError) as exc:
             if not isinstance(exc, _NOT_COUNTED_AS_FAILED):
                 self.svc.meters.failed(tp.topic)
