@@ -11,6 +11,11 @@ import struct
 
 from minikafka.protocol.errors import FramingError
 
+try:  # a large frame's buffer without zeroing it first (every byte is filled before it is handed out)
+    from minikafka.protocol._walk import unfilled_bytearray as _unfilled
+except ImportError:  # pragma: no cover - where no C compiler was available
+    _unfilled = bytearray
+
 _SIZE = struct.Struct(">i")
 # The smallest request: api_key, api_version, correlation_id, client_id length.
 MIN_REQUEST_SIZE = 10
@@ -77,9 +82,10 @@ class FrameDecoder:
         if self._frame is None and self._need > DIRECT_THRESHOLD:
             # Allocated only now that more of it arrives: a reader that bounds its memory (the
             # connection's request pool) reserved the size before reading on.
-            self._frame = bytearray(self._need)
+            self._frame = _unfilled(self._need)
             rest = memoryview(self._buf)[4:]
-            self._frame[: len(rest)] = rest
+            with memoryview(self._frame) as into:  # see _fill
+                into[: len(rest)] = rest
             self._filled = len(rest)
             del rest
             self._buf = bytearray()
@@ -110,7 +116,10 @@ class FrameDecoder:
         frame = self._frame
         assert frame is not None
         take = min(len(view), len(frame) - self._filled)
-        frame[self._filled : self._filled + take] = view[:take]
+        # Through a view of the frame: a bytearray's own slice assignment copies any value that is
+        # not a bytearray into a temporary one first, a second copy of every byte (perf, issue 17).
+        with memoryview(frame) as into:
+            into[self._filled : self._filled + take] = view[:take]
         self._filled += take
         if self._filled == len(frame):
             frames.append(frame)  # handed on: the decoder keeps no reference to it

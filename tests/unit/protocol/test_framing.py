@@ -122,6 +122,30 @@ def test_a_large_frame_is_handed_out_as_the_buffer_it_was_read_into() -> None:
     assert d.feed(stream[:65536]) == [] and d.pending_size == len(big)
 
 
+@pytest.mark.parametrize("chunk", [1000, 65536, 300_000])
+def test_a_large_frames_buffer_is_filled_before_it_is_handed_out(monkeypatch: pytest.MonkeyPatch,
+                                                               chunk: int) -> None:
+    """The buffer is not zeroed (_walk.unfilled_bytearray): here it starts as garbage, and every
+    byte of each frame handed out must still be the frame's own."""
+    from minikafka.protocol import framing
+
+    monkeypatch.setattr(framing, "_unfilled", lambda n: bytearray(b"\xaa" * n))
+    frames = [bytes(range(256)) * 400, b"\x00" * 200_000, bytes(range(255, -1, -1)) * 300]
+    stream = b"".join(framing.encode_frame(f) for f in frames)
+    d = framing.FrameDecoder(1 << 20)
+    out = []
+    for i in range(0, len(stream), chunk):
+        out += d.feed(stream[i : i + chunk])
+    assert out == frames
+
+
+def test_the_unfilled_buffer_has_the_size_asked() -> None:
+    from minikafka.protocol import framing
+
+    assert [len(framing._unfilled(n)) for n in (0, 1, 70_000)] == [0, 1, 70_000]
+    assert type(framing._unfilled(5)) is bytearray
+
+
 @pytest.mark.parametrize("size", [MIN_REQUEST_SIZE - 1, MAX + 1])
 def test_a_whole_frame_of_a_bad_size_in_one_read_is_refused(size: int) -> None:
     """The one-whole-frame read skips the buffer, not the size check."""
