@@ -18,7 +18,8 @@ copy (README, "Exactly-once copiers"):
   whatever the consumer hands back.
 - The offsets it commits with a transaction are computed from the records it copied, never from
   `position()`, which a stale reset may have moved.
-- Its reconnect backoff stays below its transaction timeout (see main()).
+- Its reconnect backoff stays below its transaction timeout, and its message timeout at half of it
+  (see ONE_BROKER and producer_config()).
 
     python copier.py BOOTSTRAP TRANSACTIONAL_ID INPUT OUTPUT GROUP --partition P | --subscribe
                      [--max-per-txn 200] [--seed S] [--txn-timeout-ms 10000]
@@ -83,6 +84,37 @@ def concrete_start_offsets(consumer: Consumer, parts: list[TopicPartition]) -> l
     return out
 
 
+# librdkafka 2.16 re-bootstraps (KIP-899) when its only broker goes down and then keeps a
+# decommissioned broker handle as the group coordinator, so TxnOffsetCommit never leaves the
+# client after a broker bounce (seen in the debug log; a one-broker Apache Kafka triggers the
+# same path). With one broker there is nothing to re-bootstrap to, so the tests turn it off.
+# librdkafka doubles its reconnect delay after every failed attempt and resets it only after a
+# connection stayed up for reconnect.backoff.max.ms (10 s). Bounces a few seconds apart (the
+# hard-bounce tests) push the delay to the transaction coordinator to 10 s, the transaction
+# timeout of the CI tier: the broker then aborts the open transaction and fences the copier,
+# as Kafka would (seen in loaded runs: "TxnCoordinator/1: Delaying next reconnect by 9999ms").
+ONE_BROKER: dict[str, object] = {"metadata.recovery.strategy": "none", "reconnect.backoff.max.ms": 1000}
+
+
+def producer_config(bootstrap: str, transactional_id: str, txn_timeout_ms: int) -> dict[str, object]:
+    """The copier's transactional producer (test_abort_in_flight_pitfall.py uses it as well)."""
+    return {
+        **ONE_BROKER,
+        "bootstrap.servers": bootstrap, "transactional.id": transactional_id,
+        "transaction.timeout.ms": txn_timeout_ms, "batch.size": 512, "linger.ms": 5,
+        "max.in.flight.requests.per.connection": 5,
+        # librdkafka 2.16 sends a transactional producer's messages only in the InTransaction and
+        # BeginCommit states. If the connection breaks while an abort waits for a Produce in flight,
+        # its messages go back to the partition's queue and never leave it: the abort waits for them
+        # to time out. By default that takes transaction.timeout.ms, and by then the coordinator
+        # has aborted the transaction for its timeout and bumped the epoch, so the abort's EndTxn
+        # is fenced, a fatal error (the hard-bounce test, seed 3104821253). At half the
+        # transaction timeout they time out while the transaction is still this producer's to
+        # abort (test_abort_in_flight_pitfall.py).
+        "message.timeout.ms": txn_timeout_ms // 2,
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("bootstrap")
@@ -106,31 +138,15 @@ def main() -> int:
 
     signal.signal(signal.SIGTERM, on_term)
 
-    # librdkafka 2.16 re-bootstraps (KIP-899) when its only broker goes down and then keeps a
-    # decommissioned broker handle as the group coordinator, so TxnOffsetCommit never leaves the
-    # client after a broker bounce (seen in the debug log; a one-broker Apache Kafka triggers the
-    # same path). With one broker there is nothing to re-bootstrap to, so the tests turn it off.
-    one_broker: dict[str, object] = {"metadata.recovery.strategy": "none"}
-    # librdkafka doubles its reconnect delay after every failed attempt and resets it only after a
-    # connection stayed up for reconnect.backoff.max.ms (10 s). Bounces a few seconds apart (the
-    # hard-bounce tests) push the delay to the transaction coordinator to 10 s, the transaction
-    # timeout of the CI tier: the broker then aborts the open transaction and fences the copier,
-    # as Kafka would (seen in loaded runs: "TxnCoordinator/1: Delaying next reconnect by 9999ms").
-    one_broker["reconnect.backoff.max.ms"] = 1000
     debug = {"debug": os.environ["COPIER_DEBUG"]} if os.environ.get("COPIER_DEBUG") else {}
     consumer = Consumer({
-        **debug, **one_broker,
+        **debug, **ONE_BROKER,
         "bootstrap.servers": args.bootstrap, "group.id": args.group, "enable.auto.commit": False,
         "auto.offset.reset": "earliest", "isolation.level": "read_committed",
         # The broker's minimum session: a copier killed with -9 holds its partitions for 6 s.
         "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000,
     })
-    producer = Producer({
-        **debug, **one_broker,
-        "bootstrap.servers": args.bootstrap, "transactional.id": args.transactional_id,
-        "transaction.timeout.ms": args.txn_timeout_ms, "batch.size": 512, "linger.ms": 5,
-        "max.in.flight.requests.per.connection": 5,
-    })
+    producer = Producer({**debug, **producer_config(args.bootstrap, args.transactional_id, args.txn_timeout_ms)})
     tracker = NextOffsets()
 
     def on_assign(c: Consumer, parts: list[TopicPartition]) -> None:

@@ -1,0 +1,103 @@
+"""librdkafka's abort with a Produce in flight when the broker dies, and the copier setting that
+survives it (issue 17: the cause of the hard-bounce EOS test's rare fatal fencing).
+
+librdkafka 2.16 sends a transactional producer's messages only in the InTransaction and
+BeginCommit states. abort_transaction() purges the queued messages and waits for those in flight.
+If the broker dies then, the in-flight ones go back to the partition's queue to be retried, and in
+BeginAbort they never leave it: the abort waits until they time out. message.timeout.ms defaults to
+transaction.timeout.ms, and by that time the coordinator has aborted the transaction for its
+timeout and bumped the epoch (it looks every 200 ms in the tests, as in Kafka's own), so the
+abort's EndTxn is fenced and the producer is dead (a fatal error). Seen in the copier's debug log:
+"Need transaction abort before beginning partition drain ... 33 message(s) timed out", then
+"EndTxn returned INVALID_PRODUCER_EPOCH".
+
+The broker's `delay` rule holds the Produce, so the abort starts with it in flight every time. With
+the copier's settings (message.timeout.ms at half the transaction timeout) the messages time out
+while the transaction is still the producer's: the abort completes, the producer goes on, and a
+read_committed reader sees only what it committed afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import pytest
+from clients import create_topic
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from copier import producer_config
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+TXN_ID = "abort-pitfall"
+TXN_TIMEOUT_MS = 6000
+
+
+def _wait(p: Producer, condition: Any, what: str, timeout: float = 10.0) -> None:
+    """Serve the producer's callbacks (statistics among them) until `condition()` holds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        p.poll(0.02)
+
+
+def _abort(p: Producer, outcome: list[str]) -> None:
+    """abort_transaction() until it succeeds, as the copier does: a retriable or abortable error is
+    tried again, a fatal one is the outcome."""
+    for _ in range(5):
+        try:
+            p.abort_transaction(30)
+            outcome.append("aborted")
+            return
+        except KafkaException as exc:
+            err = exc.args[0]
+            if err.fatal() or not (err.retriable() or err.txn_requires_abort()):
+                outcome.append(f"failed: {err}")
+                return
+    outcome.append("failed: abort never succeeded")
+
+
+def test_an_abort_whose_produce_is_in_flight_when_the_broker_dies_completes(broker_factory) -> None:
+    broker = broker_factory()
+    create_topic(broker.bootstrap, "out", 1)
+    states: list[str] = []
+    p = Producer({**producer_config(broker.bootstrap, TXN_ID, TXN_TIMEOUT_MS), "statistics.interval.ms": 50,
+                  "stats_cb": lambda s: states.append(json.loads(s)["eos"]["txn_state"])})
+    try:
+        p.init_transactions(30)
+        held = broker.faults.add("delay", api="Produce", transactional_id=TXN_ID, delay_ms=5000, count=1)
+        p.begin_transaction()
+        p.produce("out", b"aborted", partition=0)
+        _wait(p, lambda: broker.faults.get(held["id"])["fired"] == 1, "the Produce to reach the broker")
+
+        outcome: list[str] = []
+        aborting = threading.Thread(target=_abort, args=(p, outcome))
+        aborting.start()
+        _wait(p, lambda: states[-1:] == ["BeginAbort"], "the abort to start")
+        broker.restart(hard=True)  # the held Produce dies with the broker
+        deadline = time.monotonic() + 3 * TXN_TIMEOUT_MS / 1000
+        while aborting.is_alive() and time.monotonic() < deadline:
+            p.poll(0.05)
+            aborting.join(0.05)
+        assert not aborting.is_alive(), "abort_transaction() did not return"
+        assert outcome == ["aborted"], outcome
+
+        p.begin_transaction()
+        p.produce("out", b"committed", partition=0)
+        p.commit_transaction(30)
+    finally:
+        p.flush(5)
+
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "abort-pitfall-reader",
+                  "isolation.level": "read_committed", "enable.auto.commit": False})
+    try:
+        c.assign([TopicPartition("out", 0, 0)])
+        seen: list[bytes] = []
+        deadline = time.monotonic() + 15
+        while not seen and time.monotonic() < deadline:
+            seen += [m.value() for m in c.consume(10, timeout=0.2) if m.error() is None]
+        assert seen == [b"committed"]
+    finally:
+        c.close()
