@@ -345,7 +345,7 @@ class Connection:
     def _raw_sasl_token(self, frame: bytes) -> None:
         """SaslHandshake v0: a bare token in, a bare token out; a failure closes the connection."""
         try:
-            answer = self.session.raw_token(frame)
+            answer = self.session.raw_token(bytes(frame))  # a frame over 64 KiB comes as a bytearray
         except SaslFailure as exc:
             log.info("authentication_failed", conn_id=self.conn_id, peer=self.peer,
                      listener=self.session.listener.name, reason=exc.message)
