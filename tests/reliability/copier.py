@@ -162,11 +162,17 @@ def main() -> int:
             tracker.forget(tp.topic, tp.partition)
         c.unassign()
 
+    # Transactions first, as Kafka's TransactionalMessageCopier does: init_transactions() fences a
+    # previous instance of this transactional id and aborts its open transaction. Until then offsets
+    # it sent with that transaction are pending, and a read_committed consumer's committed() (an
+    # OffsetFetch that requires stable offsets) is answered UNSTABLE_OFFSET_COMMIT until the
+    # transaction times out: 40 s in the soak tier, longer than committed()'s 30 s (seen in
+    # test_soak_eos_copy[unordered-clients-hard], a copier restarted after kill -9).
+    producer.init_transactions(60)
     if args.subscribe:
         consumer.subscribe([args.input], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
     else:
         on_assign(consumer, [TopicPartition(args.input, args.partition)])
-    producer.init_transactions(60)
 
     def assignment() -> list[TopicPartition]:
         return consumer.assignment()
