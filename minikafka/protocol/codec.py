@@ -88,10 +88,9 @@ def decode_request(frame: bytes, served: dict[int, versions.VersionRange]) -> De
             fast = _fast_reader(api_key, api_version)
             if fast is not None:  # a compiled reader for the usual request (None: kio decides)
                 body = fast(frame, used)
-            if body is None and type(frame) is not bytes:
-                # A large frame comes as the decoder's bytearray (framing.py); kio reads bytes.
-                frame = bytes(frame)
             if body is None:
+                if type(frame) is not bytes:  # a large frame is the decoder's bytearray; kio reads bytes
+                    frame = bytes(frame)
                 # Before kio, which preallocates arrays by their length (see _bounds_checker).
                 _check_bounds(cls, frame, used)
         except UnknownTaggedField:

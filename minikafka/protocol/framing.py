@@ -82,12 +82,8 @@ class FrameDecoder:
         if self._frame is None and self._need > DIRECT_THRESHOLD:
             # Allocated only now that more of it arrives: a reader that bounds its memory (the
             # connection's request pool) reserved the size before reading on.
-            self._frame = _unfilled(self._need)
-            rest = memoryview(self._buf)[4:]
-            with memoryview(self._frame) as into:  # see _fill
-                into[: len(rest)] = rest
-            self._filled = len(rest)
-            del rest
+            self._frame, self._filled = _unfilled(self._need), 0
+            self._fill(memoryview(self._buf)[4:], frames)  # what came with its size: never all of it
             self._buf = bytearray()
         if self._frame is not None:
             view = self._fill(view, frames)
