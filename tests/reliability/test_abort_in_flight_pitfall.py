@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import json
 import threading
-import time
-from typing import Any
+from collections.abc import Callable
 
 import pytest
-from clients import create_topic, read_to_eof
+from clients import create_topic, read_to_eof, wait_until
 from confluent_kafka import KafkaException, Producer
 from copier import producer_config
 
@@ -35,12 +34,12 @@ TXN_ID = "abort-pitfall"
 TXN_TIMEOUT_MS = 6000
 
 
-def _wait(p: Producer, condition: Any, what: str, timeout: float = 10.0) -> None:
-    """Serve the producer's callbacks (statistics among them) until `condition()` holds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+def _serving(p: Producer, condition: Callable[[], bool]) -> Callable[[], bool]:
+    """`condition`, looked at after serving the producer's callbacks (its statistics among them)."""
+    def check() -> bool:
         p.poll(0.02)
+        return condition()
+    return check
 
 
 def _abort(p: Producer, outcome: list[str]) -> None:
@@ -70,18 +69,16 @@ def test_an_abort_whose_produce_is_in_flight_when_the_broker_dies_completes(brok
         held = broker.faults.add("delay", api="Produce", transactional_id=TXN_ID, delay_ms=5000, count=1)
         p.begin_transaction()
         p.produce("out", b"aborted", partition=0)
-        _wait(p, lambda: broker.faults.get(held["id"])["fired"] == 1, "the Produce to reach the broker")
+        wait_until(_serving(p, lambda: broker.faults.get(held["id"])["fired"] == 1), 10,
+                   "the Produce to reach the broker", interval=0)
 
         outcome: list[str] = []
         aborting = threading.Thread(target=_abort, args=(p, outcome))
         aborting.start()
-        _wait(p, lambda: states[-1:] == ["BeginAbort"], "the abort to start")
+        wait_until(_serving(p, lambda: states[-1:] == ["BeginAbort"]), 10, "the abort to start", interval=0)
         broker.restart(hard=True)  # the held Produce dies with the broker
-        deadline = time.monotonic() + 3 * TXN_TIMEOUT_MS / 1000
-        while aborting.is_alive() and time.monotonic() < deadline:
-            p.poll(0.05)
-            aborting.join(0.05)
-        assert not aborting.is_alive(), "abort_transaction() did not return"
+        wait_until(_serving(p, lambda: not aborting.is_alive()), 3 * TXN_TIMEOUT_MS / 1000,
+                   "abort_transaction() to return", interval=0)
         assert outcome == ["aborted"], outcome
 
         p.begin_transaction()

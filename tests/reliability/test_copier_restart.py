@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -45,7 +44,7 @@ sys.stdin.read()  # until killed
 """
 
 
-def test_a_restarted_copier_starts_at_once_over_its_predecessors_open_transaction(broker_factory) -> None:
+def test_a_restarted_copier_does_not_wait_for_its_predecessors_open_transaction(broker_factory) -> None:
     broker = broker_factory()
     create_topic(broker.bootstrap, "input", 1)
     create_topic(broker.bootstrap, "output", 1)
@@ -64,15 +63,13 @@ def test_a_restarted_copier_starts_at_once_over_its_predecessors_open_transactio
         predecessor.kill()  # its transaction stays open, its offsets pending
         predecessor.wait(30)
 
-    started = time.monotonic()
+    # The copier's committed() call gives up after 30 s, before the predecessor's transaction would
+    # time out (40 s): a copier that waited for that timeout exits 1.
     copier = subprocess.run([sys.executable, str(COPIER), broker.bootstrap, "copier-0", "input", "output",
                              "eos-group", "--partition", "0", "--txn-timeout-ms", str(TXN_TIMEOUT_MS),
                              "--deadline-s", "60", "--seed", "1"],
                             capture_output=True, text=True, timeout=90)
-    took = time.monotonic() - started
     assert copier.returncode == 0, copier.stdout[-2000:] + copier.stderr[-2000:]
-    # Well before the old transaction's timeout: the copier did not wait for it.
-    assert took < TXN_TIMEOUT_MS / 1000 / 2, f"the copier took {took:.1f} s"
 
     # Every input record once, from the start (the predecessor's offsets were aborted with it),
     # and nothing of the predecessor's transaction.
