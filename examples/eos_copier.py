@@ -27,11 +27,12 @@ def copy(bootstrap: str, source: str, target: str, group: str, transactional_id:
     extra = dict(client_config or {})
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                          "auto.offset.reset": "earliest", "isolation.level": "read_committed", **extra})
-    # message.timeout.ms at half of transaction.timeout.ms (60 s by default): an abort that waits for
-    # a Produce lost with a dead broker then completes before the coordinator fences the producer
-    # (README, "A third: an abort while the broker dies").
+    # message.timeout.ms at half of transaction.timeout.ms (librdkafka's default: 60 s): an abort that
+    # waits for a Produce lost with a dead broker then completes before the coordinator fences the
+    # producer (README, "A third: an abort while the broker dies").
+    txn_timeout_ms = int(extra.get("transaction.timeout.ms", 60000))
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
-                         "linger.ms": 5, "message.timeout.ms": 30000, **extra})
+                         "linger.ms": 5, "message.timeout.ms": txn_timeout_ms // 2, **extra})
     committed = 0
     try:
         producer.init_transactions(60)
