@@ -19,13 +19,14 @@ An in-process broker stops cleanly and restarts, and skips a test that asks it t
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import struct
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +44,51 @@ TEST_OVERRIDES: dict[str, str] = {
 }
 
 
-def free_port() -> int:
+# Ports this process has handed out lately: two calls in a row never give the same one.
+_recent_ports: list[int] = []
+_port_random = random.Random(os.urandom(16))  # not the global one, which tests seed
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
+def free_port(exclude: Iterable[int] = ()) -> int:
+    """A loopback port that nothing is bound to, none in `exclude`.
+
+    Chosen below the kernel's ephemeral range where there is room: a port from bind(0) lies in that
+    range, where any outgoing connection on the machine may take it before the broker binds it (a CI
+    run lost a broker's control port so). Outside it, only another explicit bind can."""
+    excluded = set(exclude) | set(_recent_ports)
+    low, _ = _ephemeral_range()
+    port = 0
+    for _ in range(100) if low > 12_000 else ():
+        candidate = _port_random.randrange(10_000, low)
+        if candidate not in excluded and _bindable(candidate):
+            port = candidate
+            break
+    while not port:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        port = 0 if port in excluded else port
+    _recent_ports.append(port)
+    del _recent_ports[:-64]
+    return port
+
+
+def _bindable(port: int) -> bool:
+    # Without SO_REUSEADDR: a port that a closed connection still holds (TIME_WAIT) is skipped too.
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def api_versions_probe(host: str, port: int, timeout: float = 1.0) -> bool:
@@ -81,6 +123,10 @@ def _recv_exactly(s: socket.socket, n: int) -> bytes:
     return buf
 
 
+class PortInUse(RuntimeError):
+    """The broker exited at start because one of its ports was taken."""
+
+
 class BrokerProcess:
     """A minikafka broker in a child process, for tests."""
 
@@ -95,18 +141,18 @@ class BrokerProcess:
         serves /metrics (`metrics_url`) and the web console (`console_url`), with the console's
         actions when console_actions=True."""
         self.invariants = invariants
-        self.metrics_port = free_port() if observe else None
-        self.console_port = free_port() if observe else None
         self.console_actions = console_actions
         self.data_dir = Path(data_dir)
-        self.port = port or free_port()
-        self.control_port = free_port() if control else None
+        self._given_port = port
+        self._observe, self._control = observe, control
+        self._choose_ports()
         self.host = "127.0.0.1"
         self.overrides = {**TEST_OVERRIDES, **(overrides or {})}
         self.env = dict(env or {})
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}.broker.log"
         self.startup_seconds = 0.0
+        self._log_start = 0  # where this start's lines begin in log_path
 
     @property
     def bootstrap(self) -> str:
@@ -160,9 +206,29 @@ class BrokerProcess:
             raise RuntimeError("this broker was started without its control endpoint (control=True)")
         return ClockClient(self.host, self.control_port)
 
+    def _choose_ports(self) -> None:
+        self.port = self._given_port or free_port()
+        self.control_port = free_port({self.port}) if self._control else None
+        self.metrics_port = free_port({self.port}) if self._observe else None
+        self.console_port = free_port({self.port}) if self._observe else None
+
     def start(self, timeout: float = 30.0) -> BrokerProcess:
+        # A port chosen here can still be taken by another process before the broker binds it;
+        # the first start then tries fresh ones. A restart keeps its ports: clients know them.
+        attempts = 3 if self.proc is None else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._start_once(timeout)
+            except PortInUse:
+                if attempt == attempts:
+                    raise
+                self._choose_ports()
+        raise AssertionError("unreachable")
+
+    def _start_once(self, timeout: float) -> BrokerProcess:
         env = {**os.environ, **self.env}
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child
+        self._log_start = log.tell()
         t0 = time.monotonic()
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=env)
         log.close()
@@ -174,7 +240,8 @@ class BrokerProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
-                raise RuntimeError(f"broker exited with {self.proc.returncode}; log:\n{self.log_tail()}")
+                failure = PortInUse if self._said_port_in_use() else RuntimeError
+                raise failure(f"broker exited with {self.proc.returncode}; log:\n{self.log_tail()}")
             # the control endpoint starts right after the Kafka listener
             if api_versions_probe(self.host, self.port, timeout=0.5) and all(
                     port is None or _listening(self.host, port)
@@ -182,6 +249,15 @@ class BrokerProcess:
                 return
             time.sleep(0.02)
         raise TimeoutError(f"broker not ready after {timeout}s; log:\n{self.log_tail()}")
+
+    def _said_port_in_use(self) -> bool:
+        """The broker's one-line error for a busy port (__main__, app), in what this start wrote."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self._log_start)
+                return b"already in use" in f.read()
+        except OSError:
+            return False
 
     def log_tail(self, n: int = 4000) -> str:
         try:

@@ -32,6 +32,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from minikafka.testing import free_port
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 KAFKA_BENCH_DIR = REPO_ROOT / "bench" / "kafka"
 RUN_KAFKA = KAFKA_BENCH_DIR / "run-kafka.sh"
@@ -116,12 +118,7 @@ def jars_or_skip(what: str) -> None:
 
 
 def _free_port(exclude: set[int] = frozenset()) -> int:
-    while True:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in exclude:
-            return port
+    return free_port(exclude)  # outside the ephemeral range (see there)
 
 
 def free_ports(n: int = 2, exclude: set[int] = frozenset()) -> list[int]:

@@ -11,7 +11,6 @@ import base64
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,18 +24,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from minikafka.testing import api_versions_probe  # noqa: E402
+from minikafka.testing import api_versions_probe, free_port  # noqa: E402
 
 KAFKA_DIR = REPO_ROOT / "bench" / "kafka"
 
 
-def free_port(exclude: set[int] = frozenset()) -> int:
-    while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        if port not in exclude:
-            return port
 
 
 class BrokerError(RuntimeError):

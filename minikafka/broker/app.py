@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import errno
 import os
 import signal
 import uuid
@@ -233,11 +234,12 @@ class Broker:
                                       StoredDataPartitions(self.logs), self.clock.now_ms)
         self.txn.resume_pending_markers(self.clock.now_ms)
         self._tasks.append(asyncio.create_task(self._group_timers()))
-        await self.server.start()
+        await self.server.start()  # a busy Kafka port is said by __main__, which knows --port
         if self.control is not None:
-            await self.control.start()
+            await _start_endpoint(self.control.start(), "the control endpoint (--control-port)")
         if self.observe_settings is not None and self.observe_settings.enabled:
-            await self._start_observe(self.observe_settings)
+            await _start_endpoint(self._start_observe(self.observe_settings),
+                                  "the metrics or console endpoint (--metrics-port, --console-port)")
         if self.config.advertised_port == 0:
             cfg = dataclasses.replace(self.config, advertised_port=self.server.port)
             self.config = cfg
@@ -430,3 +432,14 @@ class Broker:
         await self.txn.close()
         self.logs.shutdown()
         log.info("broker_stopped")
+
+
+async def _start_endpoint(start: Awaitable[None], what: str) -> None:
+    """Start a side endpoint; a busy port names that endpoint and its address (asyncio's error
+    text carries it), where __main__ would otherwise blame the Kafka port."""
+    try:
+        await start
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        raise StartupError(f"cannot start {what}: {exc.strerror}") from None

@@ -11,6 +11,8 @@ import sys
 import pytest
 from confluent_kafka import Producer
 
+from minikafka.testing import BrokerProcess, free_port
+
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 
@@ -40,6 +42,50 @@ def test_a_busy_port_is_one_line(tmp_path):
     assert errors == [f"minikafka: cannot start: 127.0.0.1:{port} is already in use "
                       "(another broker? choose another --port)"]
     assert "Traceback" not in r.stderr
+
+
+def test_a_busy_control_port_names_the_control_endpoint(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        busy = s.getsockname()[1]
+        r = _minikafka("serve", "--port", str(free_port()), "--control-port", str(busy),
+                       "--data-dir", str(tmp_path / "data"))
+    assert r.returncode == 1
+    errors = [line for line in r.stderr.splitlines() if line.startswith("minikafka:")]
+    assert len(errors) == 1 and "Traceback" not in r.stderr
+    assert errors[0].startswith("minikafka: cannot start the control endpoint (--control-port): ")
+    assert f"{busy}" in errors[0] and "already in use" in errors[0]
+
+
+def test_the_test_broker_moves_off_ports_taken_before_it_binds(tmp_path):
+    """What failed a CI run: a port the fixture chose was taken (by anyone) before the broker bound
+    it. Its first start tries fresh ports; the ports it ends on are the ones it serves."""
+    broker = BrokerProcess(tmp_path / "data", control=True)
+    chosen = broker.control_port
+    assert chosen is not None
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", chosen))
+        s.listen()
+        broker.start()
+        try:
+            assert broker.control_port != chosen
+            assert broker.faults.list() == []  # its control endpoint answers where it says it is
+            broker.restart()
+            assert broker.control_port != chosen
+        finally:
+            broker.stop()
+
+
+def test_free_ports_are_outside_the_ephemeral_range_and_distinct():
+    low, _ = (int(v) for v in open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
+    ports = [free_port() for _ in range(20)]
+    assert len(set(ports)) == 20
+    if low > 12_000:
+        assert all(10_000 <= p < low for p in ports)
+    # With that room all excluded, bind(0) chooses (in the ephemeral range), still honouring both.
+    fallback = free_port(exclude=range(10_000, low))
+    assert fallback >= low and fallback not in ports
 
 
 def test_inspect_hides_internal_topics_and_survives_a_closed_pipe(broker_factory):
