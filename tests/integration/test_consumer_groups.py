@@ -129,7 +129,7 @@ import sys
 from confluent_kafka import Consumer
 bootstrap, group, topic = sys.argv[1:4]
 c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-              "session.timeout.ms": 2000, "heartbeat.interval.ms": 300, "enable.auto.commit": False})
+              "session.timeout.ms": 6000, "heartbeat.interval.ms": 300, "enable.auto.commit": False})
 def on_assign(consumer, parts):
     print("ASSIGNED " + ",".join(str(p.partition) for p in parts), flush=True)
 c.subscribe([topic], on_assign=on_assign)
@@ -143,7 +143,8 @@ def test_killed_member_expires_after_session_timeout_and_partitions_move(broker_
     broker = broker_factory(overrides=FAST_GROUPS)
     topic, group = "kill9", "g-kill9"
     topic_with_data(broker.bootstrap, topic)
-    survivor = Member(broker.bootstrap, group, topic, **{"session.timeout.ms": 2000})
+    # Sessions of 6 s (Kafka's minimum): a stall of a busy machine must not expire a member early.
+    survivor = Member(broker.bootstrap, group, topic, **{"session.timeout.ms": 6000})
     lines: list[str] = []
     child = subprocess.Popen([sys.executable, "-c", _CHILD, broker.bootstrap, group, topic],
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -160,7 +161,7 @@ def test_killed_member_expires_after_session_timeout_and_partitions_move(broker_
         poll_until([survivor], lambda: survivor.owned == set(range(6)), 30, "partitions to move")
         moved_after = time.monotonic() - t_kill
         # Not before the session timeout (minus heartbeat slack), and not much after it.
-        assert 1.0 <= moved_after <= 15.0, moved_after
+        assert 3.0 <= moved_after <= 25.0, moved_after
     finally:
         if child.poll() is None:
             child.kill()

@@ -318,6 +318,7 @@ def test_a_member_whose_session_times_out_leaves_the_group(kafka_broker):
     topic, group = uniq("share-timeout"), uniq("sg")
     create_topic(bs, topic, 1)
     with RawClient.connect(bs) as raw:
+        kafka_broker.clock.pause()  # only the advances below move the session's clock
         assert heartbeat(raw, group, "m-quiet", 0, (topic,)).error_code is ErrorCode.none
         describe = request_class(77, 1)
         members = lambda: raw.request(describe(group_ids=(group,), include_authorized_operations=False),  # noqa: E731

@@ -433,7 +433,7 @@ def test_the_first_member_waits_out_the_initial_rebalance_delay(configured_broke
     """A new group waits `group.streams.initial.rebalance.delay.ms` for more members: the first
     member is at epoch 1 (the new group's empty target) with ASSIGNMENT_DELAYED, its next
     heartbeats are not joins (no rebalance timeout needed), and after the delay it gets its tasks."""
-    broker = configured_broker(overrides={**FAST, "group.streams.initial.rebalance.delay.ms": "1500"})
+    broker = configured_broker(overrides={**FAST, "group.streams.initial.rebalance.delay.ms": "3000"})
     app, source = uniq("sdelay"), uniq("stext")
     create_topic(broker.bootstrap, source, 2)
     with RawClient.connect(broker.bootstrap) as c:

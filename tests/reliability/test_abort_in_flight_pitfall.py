@@ -31,7 +31,10 @@ from copier import producer_config
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 TXN_ID = "abort-pitfall"
-TXN_TIMEOUT_MS = 6000
+# The steps before the kill must fit in the Produce's hold (DELAY_MS), and the restart before the
+# coordinator's timeout: wide enough for a busy machine, the messages' timeout at half of it.
+TXN_TIMEOUT_MS = 12000
+DELAY_MS = 10000
 
 
 def _serving(p: Producer, condition: Callable[[], bool]) -> Callable[[], bool]:
@@ -66,7 +69,7 @@ def test_an_abort_whose_produce_is_in_flight_when_the_broker_dies_completes(brok
                   "stats_cb": lambda s: states.append(json.loads(s)["eos"]["txn_state"])})
     try:
         p.init_transactions(30)
-        held = broker.faults.add("delay", api="Produce", transactional_id=TXN_ID, delay_ms=5000, count=1)
+        held = broker.faults.add("delay", api="Produce", transactional_id=TXN_ID, delay_ms=DELAY_MS, count=1)
         p.begin_transaction()
         p.produce("out", b"aborted", partition=0)
         wait_until(_serving(p, lambda: broker.faults.get(held["id"])["fired"] == 1), 10,
