@@ -234,9 +234,12 @@ def test_t_int_15_expired_transactional_id_recovers_without_fatal_error(configur
     assert not late.ok, "the record of the failed transaction was acknowledged"
 
     commit_transaction(p, [(t1, 1, b"a", b"a"), (t1, 2, b"b", b"b"), (t2, 1, b"c", b"c"), (t2, 3, b"d", b"d")])
-    # Asked at once: the id expires again 2 s after this commit, and the reads below may take that.
-    new = coordinator_view(bs, tid)
-    assert int(new.error_code) == 0 and new.transaction_state == "CompleteCommit", new
+    # Asked at once: the id expires again 2 s after this commit completes, and the reads below may
+    # take that long. Kafka answers PrepareCommit until its markers are written (ms).
+    views = []
+    wait_until(lambda: views.append(coordinator_view(bs, tid)) or views[-1].transaction_state != "PrepareCommit",
+               30, "the commit to complete", interval=0.02)
+    assert int(views[-1].error_code) == 0 and views[-1].transaction_state == "CompleteCommit", views[-1]
     no_fatal(p)
     tps = all_tps(t1, t2)
     wait_stable(bs, tps)
