@@ -18,6 +18,7 @@ An in-process broker stops cleanly and restarts, and skips a test that asks it t
 
 from __future__ import annotations
 
+import http.client
 import os
 import random
 import signal
@@ -105,12 +106,19 @@ def api_versions_probe(host: str, port: int, timeout: float = 1.0) -> bool:
         return False
 
 
-def _listening(host: str, port: int) -> bool:
+def _answers_http(host: str, port: int) -> bool:
+    """True when an HTTP server answers on the port (the control, metrics and console endpoints
+    do). A connection alone is not enough: another process may be listening there, the port a
+    broker failed to bind (it then exits)."""
+    conn = http.client.HTTPConnection(host, port, timeout=0.5)
     try:
-        socket.create_connection((host, port), timeout=0.5).close()
+        conn.request("GET", "/")
+        conn.getresponse().read()
         return True
-    except OSError:
+    except (OSError, http.client.HTTPException):
         return False
+    finally:
+        conn.close()
 
 
 def _recv_exactly(s: socket.socket, n: int) -> bytes:
@@ -244,7 +252,7 @@ class BrokerProcess:
                 raise failure(f"broker exited with {self.proc.returncode}; log:\n{self.log_tail()}")
             # the control endpoint starts right after the Kafka listener
             if api_versions_probe(self.host, self.port, timeout=0.5) and all(
-                    port is None or _listening(self.host, port)
+                    port is None or _answers_http(self.host, port)
                     for port in (self.control_port, self.metrics_port, self.console_port)):
                 return
             time.sleep(0.02)

@@ -29,8 +29,6 @@ from minikafka.testing import api_versions_probe, free_port  # noqa: E402
 KAFKA_DIR = REPO_ROOT / "bench" / "kafka"
 
 
-
-
 class BrokerError(RuntimeError):
     pass
 

@@ -234,7 +234,10 @@ class Broker:
                                       StoredDataPartitions(self.logs), self.clock.now_ms)
         self.txn.resume_pending_markers(self.clock.now_ms)
         self._tasks.append(asyncio.create_task(self._group_timers()))
-        await self.server.start()  # a busy Kafka port is said by __main__, which knows --port
+        if len(self.server.listeners) == 1:
+            await self.server.start()  # a busy Kafka port is said by __main__, which knows --port
+        else:  # the address says which one
+            await _start_endpoint(self.server.start(), "a listener of `listeners`")
         if self.control is not None:
             await _start_endpoint(self.control.start(), "the control endpoint (--control-port)")
         if self.observe_settings is not None and self.observe_settings.enabled:

@@ -58,6 +58,22 @@ def test_a_busy_control_port_names_the_control_endpoint(tmp_path):
     assert f"{busy}" in errors[0] and "already in use" in errors[0]
 
 
+def test_a_busy_second_listener_is_named_with_its_address(tmp_path):
+    port = free_port()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        busy = s.getsockname()[1]
+        r = _minikafka("serve", "--port", str(port), "--data-dir", str(tmp_path / "data"),
+                       "--override", f"listeners=PLAINTEXT://127.0.0.1:{port},OTHER://127.0.0.1:{busy}",
+                       "--override", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT")
+    assert r.returncode == 1
+    errors = [line for line in r.stderr.splitlines() if line.startswith("minikafka:")]
+    assert len(errors) == 1 and "Traceback" not in r.stderr
+    assert errors[0].startswith("minikafka: cannot start a listener of `listeners`: ")
+    assert f"{busy}" in errors[0] and "already in use" in errors[0]
+
+
 def test_the_test_broker_moves_off_ports_taken_before_it_binds(tmp_path):
     """What failed a CI run: a port the fixture chose was taken (by anyone) before the broker bound
     it. Its first start tries fresh ports; the ports it ends on are the ones it serves."""

@@ -386,8 +386,8 @@ def test_t_int_11_offset_metadata_in_transaction(kafka_broker) -> None:
 
 def test_t_int_12_commit_timeout_while_broker_stopped(kafka_broker) -> None:
     """The broker is SIGSTOPped during an open transaction: commit_transaction(3.0) returns a
-    retriable or timeout error (within 10 s: it does not wait for the broker); after SIGCONT a retried commit succeeds and the record is
-    visible to read_committed."""
+    retriable or timeout error (within 10 s: it does not wait for the broker); after SIGCONT a
+    retried commit succeeds and the record is visible to read_committed."""
     if getattr(kafka_broker, "external", False):
         pytest.skip("needs a broker process started by the test (SIGSTOP/SIGCONT)")
     bs = kafka_broker.bootstrap
