@@ -110,6 +110,8 @@ def test_detach_drops_what_was_not_sent_and_closes_the_duplicate() -> None:
     pair = Pair(inline_gap_us=10**9)
     try:
         pair.st.send(pair.key, b"z" * 20_000_000)  # far more than the socket holds
+        # The thread has sent what the socket holds (on a busy machine it may not have started yet).
+        wait_until(lambda: pair.st.pending(pair.key) < 20_000_000, 10, "the thread to fill the socket")
         dropped = pair.st.detach(pair.key)
         assert 0 < dropped < 20_000_000
         with pytest.raises(OSError):
