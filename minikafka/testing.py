@@ -66,17 +66,12 @@ def free_port(exclude: Iterable[int] = ()) -> int:
     run lost a broker's control port so). Outside it, only another explicit bind can."""
     excluded = set(exclude) | set(_recent_ports)
     low, _ = _ephemeral_range()
-    port = 0
-    for _ in range(100) if low > 12_000 else ():
-        candidate = _port_random.randrange(10_000, low)
-        if candidate not in excluded and _bindable(candidate):
-            port = candidate
-            break
-    while not port:
+    tries = (_port_random.randrange(10_000, low) for _ in range(100)) if low > 12_000 else ()
+    port = next((p for p in tries if p not in excluded and _bindable(p)), None)
+    while port is None or port in excluded:  # no room below the range: bind(0) chooses
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = int(s.getsockname()[1])
-        port = 0 if port in excluded else port
     _recent_ports.append(port)
     del _recent_ports[:-64]
     return port

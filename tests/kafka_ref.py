@@ -117,16 +117,12 @@ def jars_or_skip(what: str) -> None:
 # broker
 
 
-def _free_port(exclude: set[int] = frozenset()) -> int:
-    return free_port(exclude)  # outside the ephemeral range (see there)
-
-
 def free_ports(n: int = 2, exclude: set[int] = frozenset()) -> list[int]:
     """``n`` distinct free loopback ports, none in ``exclude``: choose ``port``/``controller_port``
     before ``start()``, e.g. to name them in ``extra_props`` (``advertised.listeners``)."""
     ports: list[int] = []
     while len(ports) < n:
-        ports.append(_free_port(set(exclude) | set(ports)))
+        ports.append(free_port(set(exclude) | set(ports)))
     return ports
 
 
@@ -268,14 +264,14 @@ class ApacheKafka:
             if port is not None and (port == controller_port or not _port_free(port)):
                 port = None
         if controller_port is None:
-            controller_port = _free_port({port} if port else set())
+            controller_port = free_port({port} if port else set())
         elif saved.get("controller_port") == controller_port and not _port_free(controller_port):
             raise KafkaRefError(
                 f"controller port {controller_port} of {data} is in use; "
                 "a formatted KRaft data dir must be restarted on the same controller port"
             )
         if port is None:
-            port = _free_port({controller_port})
+            port = free_port({controller_port})
         self.port, self.controller_port = port, controller_port
         ports_file.write_text(json.dumps({"port": port, "controller_port": controller_port}))
 

@@ -31,46 +31,34 @@ def test_no_arguments_print_help_and_version_works():
     assert helped.returncode == 0 and "last stable offset" in text and "issue" not in text
 
 
-def test_a_busy_port_is_one_line(tmp_path):
+def _serve_beside_a_busy_port(tmp_path, *args: str) -> tuple[int, list[str]]:
+    """`minikafka serve` with a port that another socket listens on: `args` name it as "{busy}".
+    Returns that port and the one error line, after checking the start failed without a traceback."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
-        port = s.getsockname()[1]
-        r = _minikafka("serve", "--port", str(port), "--data-dir", str(tmp_path / "data"))
-    assert r.returncode == 1
-    errors = [line for line in r.stderr.splitlines() if line.startswith("minikafka:")]
+        busy = s.getsockname()[1]
+        r = _minikafka("serve", *(a.format(busy=busy) for a in args), "--data-dir", str(tmp_path / "data"))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    return busy, [line for line in r.stderr.splitlines() if line.startswith("minikafka:")]
+
+
+def test_a_busy_port_is_one_line(tmp_path):
+    port, errors = _serve_beside_a_busy_port(tmp_path, "--port", "{busy}")
     assert errors == [f"minikafka: cannot start: 127.0.0.1:{port} is already in use "
                       "(another broker? choose another --port)"]
-    assert "Traceback" not in r.stderr
 
 
-def test_a_busy_control_port_names_the_control_endpoint(tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        busy = s.getsockname()[1]
-        r = _minikafka("serve", "--port", str(free_port()), "--control-port", str(busy),
-                       "--data-dir", str(tmp_path / "data"))
-    assert r.returncode == 1
-    errors = [line for line in r.stderr.splitlines() if line.startswith("minikafka:")]
-    assert len(errors) == 1 and "Traceback" not in r.stderr
-    assert errors[0].startswith("minikafka: cannot start the control endpoint (--control-port): ")
-    assert f"{busy}" in errors[0] and "already in use" in errors[0]
-
-
-def test_a_busy_second_listener_is_named_with_its_address(tmp_path):
+@pytest.mark.parametrize("args, names", [
+    (("--control-port", "{busy}"), "the control endpoint (--control-port)"),
+    (("--override", "listeners=PLAINTEXT://127.0.0.1:{port},OTHER://127.0.0.1:{busy}",
+      "--override", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT"), "a listener of `listeners`"),
+], ids=["control-port", "second-listener"])
+def test_a_busy_port_of_another_endpoint_is_named_with_its_address(tmp_path, args, names):
     port = free_port()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        busy = s.getsockname()[1]
-        r = _minikafka("serve", "--port", str(port), "--data-dir", str(tmp_path / "data"),
-                       "--override", f"listeners=PLAINTEXT://127.0.0.1:{port},OTHER://127.0.0.1:{busy}",
-                       "--override", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT")
-    assert r.returncode == 1
-    errors = [line for line in r.stderr.splitlines() if line.startswith("minikafka:")]
-    assert len(errors) == 1 and "Traceback" not in r.stderr
-    assert errors[0].startswith("minikafka: cannot start a listener of `listeners`: ")
+    busy, errors = _serve_beside_a_busy_port(tmp_path, "--port", str(port),
+                                             *(a.replace("{port}", str(port)) for a in args))
+    assert len(errors) == 1 and errors[0].startswith(f"minikafka: cannot start {names}: ")
     assert f"{busy}" in errors[0] and "already in use" in errors[0]
 
 

@@ -237,8 +237,12 @@ def test_t_int_15_expired_transactional_id_recovers_without_fatal_error(configur
     # Asked at once: the id expires again 2 s after this commit completes, and the reads below may
     # take that long. Kafka answers PrepareCommit until its markers are written (ms).
     views = []
-    wait_until(lambda: views.append(coordinator_view(bs, tid)) or views[-1].transaction_state != "PrepareCommit",
-               30, "the commit to complete", interval=0.02)
+
+    def commit_completed() -> bool:
+        views.append(coordinator_view(bs, tid))
+        return views[-1].transaction_state != "PrepareCommit"
+
+    wait_until(commit_completed, 30, "the commit to complete", interval=0.02)
     assert int(views[-1].error_code) == 0 and views[-1].transaction_state == "CompleteCommit", views[-1]
     no_fatal(p)
     tps = all_tps(t1, t2)
