@@ -397,7 +397,10 @@ class PartitionLog:
         topic's compaction, not new data (on_append is told of no records)."""
         settings = self.settings
         if origin is AppendOrigin.CLIENT:
-            batches, records_max_ts = self._check_client_payload(payload, now_ms)
+            usual = self._check_usual(payload, now_ms)
+            if usual is not None:
+                return self._append_usual(payload, now_ms, usual[0], usual[1])
+            batches, records_max_ts = self._check_client_payload(payload, now_ms, usual_checked=True)
             h = batches[0][1]
             if h.producer_id >= 0:
                 duplicate = self.producer_state.check(h)  # raises InvalidProducerEpoch / OutOfOrderSequence
@@ -409,8 +412,13 @@ class PartitionLog:
             records_max_ts = -1
 
         log_append_time = now_ms if settings.log_append_time else -1
+        roll_max_ts, roll_delta = batches[0][1].max_timestamp, 0
+        for _, h in batches:
+            if h.max_timestamp > roll_max_ts:
+                roll_max_ts = h.max_timestamp
+            roll_delta += h.last_offset_delta + 1
         try:
-            self._maybe_roll(len(payload), batches, now_ms)
+            self._maybe_roll(len(payload), roll_max_ts, roll_delta, now_ms)
         except OSError as exc:
             raise self._storage_failed(exc) from None
         next_offset = self.log_end_offset
@@ -452,14 +460,65 @@ class PartitionLog:
             if done is not None:
                 completed.append(done)
         self.completed_txns = completed
+        self._written(count, 0 if rewrite else count, 0 if rewrite else len(payload))
+        return AppendResult(base_offset, last_offset, log_append_time, self.log_start_offset)
+
+    def _written(self, count: int, told_records: int, told_bytes: int) -> None:
+        """After an append of `count` records: flush when flush.messages says so, and tell
+        on_append what was appended (a rewrite tells nothing: it is not new data)."""
         self.unflushed_messages += count
-        if self.unflushed_messages >= settings.flush_messages:
+        if self.unflushed_messages >= self.settings.flush_messages:
             try:
                 self.flush()
             except OSError as exc:  # written, not yet synced: the next flush tries again
                 log.warning("flush_failed", topic=self.tp.topic, partition=self.tp.partition, reason=str(exc))
         if self.on_append is not None:
-            self.on_append(*((0, 0) if rewrite else (count, len(payload))))
+            self.on_append(told_records, told_bytes)
+
+    def _append_usual(self, payload: bytearray, now_ms: int, h: records.BatchHeader,
+                      records_max_ts: int) -> AppendResult:
+        """append() of a producer's batch the compiled checker passed: one whole uncompressed
+        batch, never a control batch. The general path's steps for that one batch, without its
+        lists and loops: a Produce of one small batch spends most of its broker time in Python
+        glue, and this path is most of them (issue 17). tests/unit/storage hold it to the
+        general path, which answers everything else."""
+        if h.producer_id >= 0:
+            duplicate = self.producer_state.check(h)  # raises InvalidProducerEpoch / OutOfOrderSequence
+            if duplicate is not None:
+                return AppendResult(duplicate.first_offset, duplicate.last_offset, -1, self.log_start_offset)
+        size = len(payload)
+        try:
+            self._maybe_roll(size, h.max_timestamp, h.last_offset_delta + 1, now_ms)
+        except OSError as exc:
+            raise self._storage_failed(exc) from None
+        settings = self.settings
+        if settings.log_append_time:
+            log_append_time = batch_max = now_ms
+            stamp = records.STAMP_LOG_APPEND_TIME
+        else:
+            # Kafka's setMaxTimestamp: the header says what the records hold, as CreateTime.
+            log_append_time, batch_max = -1, records_max_ts
+            stamp = (records.STAMP_CREATE_TIME if h.max_timestamp != batch_max
+                     or h.attributes & records.TIMESTAMP_TYPE_MASK else records.STAMP_OFFSETS)
+        seg = self.segments[-1]
+        base_offset = seg.next_offset
+        records.stamp_batch(payload, 0, h.size, base_offset, batch_max, stamp)
+        last_offset = base_offset + h.last_offset_delta
+        try:
+            # batch_max >= -1, and a segment's largest timestamp starts at -1: one batch's
+            # timestamp of -1 moves neither it nor its offset, as in the general path.
+            seg.append(payload, last_offset, batch_max, last_offset)
+        except OSError as exc:
+            raise self._storage_failed(exc) from None
+        if self.storage_error is not None:
+            log.info("storage_recovered", topic=self.tp.topic, partition=self.tp.partition)
+            self.storage_error = None
+        if h.producer_id >= 0:
+            self.producer_state.update(records.read_header(payload, 0))  # with the offsets assigned
+        if self.completed_txns:
+            self.completed_txns = []
+        count = h.records_count
+        self._written(count, count, size)
         return AppendResult(base_offset, last_offset, log_append_time, self.log_start_offset)
 
     def _storage_failed(self, exc: OSError) -> KafkaStorageError:
@@ -486,24 +545,37 @@ class PartitionLog:
                 raise MessageTooLarge(f"batch of {h.size} bytes exceeds max.message.bytes={max_message_bytes}")
         return batches
 
-    def _check_client_payload(self, payload: bytearray,
-                              now_ms: int) -> tuple[list[tuple[int, records.BatchHeader]], int]:
+    def _check_usual(self, payload: bytearray, now_ms: int) -> tuple[records.BatchHeader, int] | None:
+        """The compiled checker's (validator.client_batch_c) answer for the usual case, one whole
+        sound uncompressed batch, in one call: its header and the largest timestamp of its
+        records. None for everything else: the Python reference in _check_client_payload then
+        raises the exact error (or decompresses)."""
+        checker = validator.client_batch_c
+        if checker is None or not _WALK_RECORDS:
+            return None
+        s = self.settings
+        if s.log_append_time:  # validator.timestamp_bounds, without building its Rules
+            low, high = validator.INT64_MIN, validator.INT64_MAX
+        else:
+            low = max(now_ms - s.before_max_ms, validator.INT64_MIN)
+            high = min(now_ms + s.after_max_ms, validator.INT64_MAX)
+        usual = checker(payload, low, high, s.compacted, s.max_message_bytes, records.BatchHeader)
+        if usual is None:
+            return None
+        used, header, records_max_ts = usual
+        if used < len(payload):  # fewer than 17 stray bytes after the batch
+            del payload[used:]
+        return header, records_max_ts
+
+    def _check_client_payload(self, payload: bytearray, now_ms: int, *,
+                              usual_checked: bool = False) -> tuple[list[tuple[int, records.BatchHeader]], int]:
         """A producer's payload checked against every rule: its one batch, and the largest
         timestamp of its records. Raises CorruptRecord, InvalidRecord, MessageTooLarge.
-
-        The compiled checker (validator.client_batch_c) answers the usual case, one whole sound
-        uncompressed batch, in one call; it answers None to everything else, and then the Python
-        reference below runs and raises the exact error (or decompresses)."""
+        `usual_checked`: _check_usual already said it is not the usual case."""
+        usual = None if usual_checked else self._check_usual(payload, now_ms)
+        if usual is not None:
+            return [(0, usual[0])], usual[1]
         rules = self._validation_rules(now_ms)
-        checker = validator.client_batch_c
-        if checker is not None and _WALK_RECORDS:
-            low, high = validator.timestamp_bounds(rules)
-            usual = checker(payload, low, high, rules.compacted, self.settings.max_message_bytes, records.BatchHeader)
-            if usual is not None:
-                used, header, records_max_ts = usual
-                if used < len(payload):  # fewer than 17 stray bytes after the batch
-                    del payload[used:]
-                return [(0, header)], records_max_ts
         batches = self._split(payload)
         if len(batches) != 1:
             raise InvalidRecord("produce requests v3+ carry exactly one record batch per partition")
@@ -519,15 +591,12 @@ class PartitionLog:
         s = self.settings
         return validator.Rules(now_ms, s.log_append_time, s.before_max_ms, s.after_max_ms, s.compacted)
 
-    def _maybe_roll(self, size: int, batches: list[tuple[int, records.BatchHeader]], now_ms: int) -> None:
-        seg = self.active
+    def _maybe_roll(self, size: int, max_ts: int, last_delta: int, now_ms: int) -> None:
+        """Roll before an append of `size` bytes whose batches' largest timestamp is `max_ts` and
+        which takes `last_delta` offsets, when the active segment cannot take it."""
+        seg = self.segments[-1]
         if seg.size == 0:
             return
-        max_ts, last_delta = batches[0][1].max_timestamp, 0
-        for _, h in batches:  # one pass, no generators: this runs for every append (issue 17)
-            if h.max_timestamp > max_ts:
-                max_ts = h.max_timestamp
-            last_delta += h.last_offset_delta + 1
         reason = None
         settings = self.settings
         if seg.size + size > settings.segment_bytes:
