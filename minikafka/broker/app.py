@@ -25,6 +25,7 @@ from minikafka.broker.handlers.write_txn_markers import LocalMarkerWriter
 from minikafka.broker.internal_topic import InternalTopicLog
 from minikafka.broker.share_partitions import SharePartitionManager
 from minikafka.broker.log_cleaner import LogCleaner
+from minikafka.broker.usual_produce import UsualProduce
 from minikafka.broker.producer_id_store import FileProducerIdBlockStore
 from minikafka.broker.purgatory import FetchPurgatory
 from minikafka.broker.request_memory import RequestMemoryPool
@@ -204,7 +205,10 @@ class Broker:
                                   max_connections=min(int(config["max.connections"]), socket_fds),
                                   max_connections_per_ip=int(config["max.connections.per.ip"]),
                                   throttler=Throttler(self.services.quotas, self.clock.now_ms),
-                                  faults=FaultDoor(self.fault_rules, self._topic_name), meters=meters)
+                                  faults=FaultDoor(self.fault_rules, self._topic_name), meters=meters,
+                                  # An authorizer and the invariant monitor see every request.
+                                  usual_produce=(UsualProduce(self.services) if self.services.acls is None
+                                                and self.services.invariants is None else None))
         self.control = None if control is None else ControlServer(
             self.fault_rules, host=control[0], port=control[1],
             clock=self.clock if isinstance(self.clock, ControlledClock) else None, run_timers=self.run_timers,

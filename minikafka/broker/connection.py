@@ -39,6 +39,7 @@ import structlog
 from minikafka.broker.client_info import ClientInfo
 from minikafka.broker.dispatch import Answer, CloseConnection, HandlerRegistry, dispatch, refusal
 from minikafka.broker.fault_door import FaultDoor
+from minikafka.broker.usual_produce import UsualProduce
 from minikafka.broker.request_memory import RequestMemoryPool
 from minikafka.broker.throttling import Throttler
 from minikafka.observe.meters import Meters
@@ -62,8 +63,9 @@ class Connection:
                  registry: HandlerRegistry, *, max_frame_size: int, now_ms: Callable[[], int],
                  monotonic_ms: Callable[[], int], memory: RequestMemoryPool | None = None,
                  throttler: Throttler | None = None, faults: FaultDoor | None = None,
-                 session: Session, meters: Meters | None = None) -> None:
+                 session: Session, meters: Meters | None = None, usual_produce: UsualProduce | None = None) -> None:
         self.reader = reader
+        self.usual_produce = usual_produce
         self.meters = meters or Meters()
         self.session = session
         self.faults = faults
@@ -213,6 +215,15 @@ class Connection:
                 return True
             self.busy = True
             started = time.perf_counter()
+            if frame[:2] == b"\x00\x00" and self._usual_produce_open():  # api key 0: Produce
+                data = self.usual_produce.answer(frame, self._now_ms(), self.client, self.conn_id)  # type: ignore[union-attr]
+                if data is not None:
+                    self._write(data)
+                    self._meter(frame, started)
+                    self.busy = False
+                    if self.closing:
+                        break
+                    continue
             handling = dispatch(self.registry, frame, self.conn_id, self.peer, self._now_ms(), self.client,
                                 self.throttler, self.faults, session)
             try:
@@ -243,6 +254,12 @@ class Connection:
         self._release(held)
         self._reserve_next()
         return True
+
+    def _usual_produce_open(self) -> bool:
+        """UsualProduce (broker/usual_produce.py) may answer a Produce: there is one, and no quota
+        or fault rule has a say in this connection's requests."""
+        return (self.usual_produce is not None and not (self.throttler is not None and self.throttler.active)
+                and not (self.faults is not None and self.faults.active))
 
     def _start_lane(self, work: Coroutine[Any, Any, None], held: int = 0) -> None:
         """`held`: the memory pool's grant for a request in the lane, returned when it is done."""

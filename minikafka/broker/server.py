@@ -14,6 +14,7 @@ from minikafka.broker import send_thread
 from minikafka.broker.connection import Connection, ConnectionProtocol
 from minikafka.broker.dispatch import HandlerRegistry
 from minikafka.broker.fault_door import FaultDoor
+from minikafka.broker.usual_produce import UsualProduce
 from minikafka.broker.request_memory import RequestMemoryPool
 from minikafka.broker.throttling import Throttler
 from minikafka.observe.meters import Meters
@@ -29,8 +30,10 @@ class KafkaServer:
                  idle_ms: int, now_ms: Callable[[], int], monotonic_ms: Callable[[], int],
                  memory: RequestMemoryPool | None = None, max_connections: int = 2**31 - 1,
                  max_connections_per_ip: int = 2**31 - 1, throttler: Throttler | None = None,
-                 faults: FaultDoor | None = None, meters: Meters | None = None) -> None:
+                 faults: FaultDoor | None = None, meters: Meters | None = None,
+                 usual_produce: UsualProduce | None = None) -> None:
         self.registry = registry
+        self.usual_produce = usual_produce
         self.meters = meters
         self.faults = faults
         self.throttler = throttler
@@ -119,7 +122,8 @@ class KafkaServer:
             writer = self._sender.outlet(writer)  # type: ignore[assignment]  # a StreamWriter's stand-in
         conn = Connection(reader, writer, self.registry, max_frame_size=self.max_frame_size,
                           now_ms=self._now_ms, monotonic_ms=self._monotonic_ms, memory=self.memory,
-                          throttler=self.throttler, faults=self.faults, session=session, meters=self.meters)
+                          throttler=self.throttler, faults=self.faults, session=session, meters=self.meters,
+                          usual_produce=self.usual_produce)
         if isinstance(protocol, ConnectionProtocol):
             protocol.connection = conn
             conn.transport = transport

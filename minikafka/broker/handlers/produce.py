@@ -8,6 +8,8 @@ partition whose batch is refused. acks=0 gets no response at all.
 from __future__ import annotations
 
 import datetime
+import types
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -33,6 +35,8 @@ _topic_answer = entities.builder(messages.TopicProduceResponse, ("name", "partit
 _answer = entities.builder(messages.ProduceResponse, ("responses", "throttle_time", "node_endpoints"))
 _NO_LEADER = versions.nested_class(messages.PartitionProduceResponse, "current_leader")(leader_id=-1, leader_epoch=-1)
 
+_NONE_REFUSED: Mapping[TopicPartition, ErrorCode] = types.MappingProxyType({})
+
 # What Kafka's ReplicaManager does not count as a failed produce (FailedProduceRequestsPerSec): a
 # corrupt batch, a batch too large, a storage failure; every other refusal of an append counts.
 _NOT_COUNTED_AS_FAILED = (CorruptRecord, MessageTooLarge, KafkaStorageError)
@@ -50,12 +54,18 @@ class ProduceHandler:
     svc: BrokerServices
 
     async def __call__(self, ctx: RequestContext, req: Any) -> messages.ProduceResponse | None:
-        refused: dict[TopicPartition, ErrorCode] = {}
+        refused: Mapping[TopicPartition, ErrorCode] = _NONE_REFUSED
         if req.transactional_id is not None and ctx.api_version >= txn_enrollment.PRODUCE_SINCE \
                 and req.acks in (-1, 0, 1):
             # Transactions v2: the request adds its partitions to the transaction itself.
             refused = await txn_enrollment.enroll_produce(self.svc, req.transactional_id, req.topic_data)
-        now_ms = self.svc.clock.now_ms()
+        return self.answer(req, self.svc.clock.now_ms(), refused)
+
+    def answer(self, req: Any, now_ms: int,
+               refused: Mapping[TopicPartition, ErrorCode] = _NONE_REFUSED) -> messages.ProduceResponse | None:
+        """Append each partition's batch and answer, without waiting on anything: all of a Produce
+        but a transactional request's enrollment (`refused`: its partitions the transaction did
+        not take). broker/produce_lane.py calls this directly for the usual request."""
         acks = req.acks
         topics = []
         for t in req.topic_data:
