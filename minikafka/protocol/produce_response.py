@@ -16,6 +16,7 @@ import functools
 import struct
 from typing import Any
 
+from minikafka.protocol.types import ZERO_MS
 from minikafka.protocol.wire_write import I32 as _I32
 from minikafka.protocol.wire_write import array_length as _array_length
 from minikafka.protocol.wire_write import nullable_string as _nullable_string
@@ -94,7 +95,8 @@ def encode_produce_response(version: int, correlation_id: int, response: Any) ->
                 out.append(b"\x00")
         if flexible:
             out.append(b"\x00")
-    out.append(_I32.pack(_throttle_ms(response.throttle_time)))
+    throttle = response.throttle_time  # nearly always the one ZERO_MS: no arithmetic then
+    out.append(_I32.pack(0 if throttle is ZERO_MS else _throttle_ms(throttle)))
     if flexible:
         out.append(b"\x00")
     data = b"".join(out)
