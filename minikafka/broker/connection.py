@@ -216,7 +216,12 @@ class Connection:
             self.busy = True
             started = time.perf_counter()
             if frame[:2] == b"\x00\x00" and self._usual_produce_open():  # api key 0: Produce
-                data = self.usual_produce.answer(frame, self._now_ms(), self.client, self.conn_id)  # type: ignore[union-attr]
+                try:
+                    data = self.usual_produce.answer(frame, self._now_ms(), self.client, self.conn_id)  # type: ignore[union-attr]
+                except Exception:  # as for dispatch below: logged, and this connection closes
+                    log.exception("connection_failed", conn_id=self.conn_id, peer=self.peer)
+                    self.close()
+                    break
                 if data is not None:
                     self._write(data)
                     self._meter(frame, started)

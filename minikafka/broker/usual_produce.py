@@ -64,9 +64,10 @@ class UsualProduce:
         req = read(frame, pos)
         if req is None or req.transactional_id is not None or req.acks not in _ACKS:
             return None
+        client_id = None
         if n >= 0:
             try:
-                client.client_id = frame[_HEADER.size:_HEADER.size + n].decode()
+                client_id = client.client_id = frame[_HEADER.size:_HEADER.size + n].decode()
             except UnicodeDecodeError:
                 return None  # the general path refuses it as malformed
         handler = self._handler
@@ -79,7 +80,7 @@ class UsualProduce:
             response = handler.answer(req, now_ms)
         except Exception:  # as dispatch: logged, and the request answered UNKNOWN_SERVER_ERROR
             log.exception("request_failed", conn_id=conn_id, api=API_KEY, api_version=version,
-                          correlation_id=correlation_id, client_id=client.client_id)
+                          correlation_id=correlation_id, client_id=client_id)
             response = handler.error_response(req, ErrorCode.unknown_server_error)
         data = produce_response.encode_produce_response(version, correlation_id, response)
         if data is None:  # an answer the direct writer leaves to kio's (record errors, say)

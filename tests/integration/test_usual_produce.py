@@ -27,7 +27,7 @@ from minikafka.embedded import EmbeddedBroker
 from minikafka.protocol import codec, versions
 from minikafka.protocol.records import build_batch
 from minikafka.protocol.types import TopicPartition
-from rawclient import create_topics_v7
+from rawclient import ConnectionClosed, RawClient, create_topics_v7, produce, produce_v9, valid_batch
 
 pytestmark = pytest.mark.integration
 
@@ -216,3 +216,38 @@ def test_a_confluent_kafka_producer_is_answered_by_it(tmp_path) -> None:
                 got.append(m.value())
         c.close()
         assert got == [b"v%d" % i for i in range(50)]
+
+
+def _wait_for(condition, what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.005)
+
+
+def test_a_failure_inside_it_closes_that_connection_and_returns_its_memory(tmp_path) -> None:
+    """A bug in the shortcut must cost what a failing handler costs in dispatch: that connection,
+    logged; the request memory granted to its frame is returned and the broker serves on."""
+    with EmbeddedBroker(tmp_path / "data").start() as broker:
+        server = broker._broker.server
+        with RawClient("127.0.0.1", broker.port) as c:
+            c.request(create_topics_v7("usual"), 7)
+            assert produce(c, "usual", 0, valid_batch()).error_code == 0
+
+        def broken(*_args):
+            raise RuntimeError("injected into UsualProduce.answer")
+
+        server.usual_produce.answer = broken  # the instance's, in front of the method
+        try:
+            with RawClient("127.0.0.1", broker.port) as c:
+                _, data = c.encode(produce_v9("usual", 0, valid_batch()), 9)
+                c.send_bytes(data[:30])  # part of a frame: its size is granted before the rest is read
+                _wait_for(lambda: server.memory.available < server.memory.capacity, "no grant for the frame")
+                c.send_bytes(data[30:])
+                with pytest.raises(ConnectionClosed):
+                    c.recv_frame(timeout=10)
+            _wait_for(lambda: server.memory.available == server.memory.capacity, "the frame's grant was kept")
+        finally:
+            del server.usual_produce.answer
+        with RawClient("127.0.0.1", broker.port) as c:
+            assert produce(c, "usual", 0, valid_batch()).error_code == 0

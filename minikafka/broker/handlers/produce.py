@@ -65,7 +65,7 @@ class ProduceHandler:
                refused: Mapping[TopicPartition, ErrorCode] = _NONE_REFUSED) -> messages.ProduceResponse | None:
         """Append each partition's batch and answer, without waiting on anything: all of a Produce
         but a transactional request's enrollment (`refused`: its partitions the transaction did
-        not take). broker/produce_lane.py calls this directly for the usual request."""
+        not take). broker/usual_produce.py calls this directly for the usual request."""
         acks = req.acks
         topics = []
         for t in req.topic_data:
