@@ -10,8 +10,10 @@ the usual request past them served 100 connections at 41-46k requests/s where th
 served 31-36k, in alternated runs on the 2-core VM (issue 17).
 
 What it takes, and only when the connection has no quota, fault rule or SASL step in the way
-(Connection.received decides that): Produce v3-v12 (topics by name), no transactional id, acks 1
-or -1, a request header without tagged fields, and a body the compiled reader reads. The broker
+(Connection.received decides that): Produce v3-v12 (topics by name), acks 1 or -1, a request
+header without tagged fields, and a body the compiled reader reads; with a transactional id only
+below v12 (from v12 on, transactions v2, the request adds its partitions to the transaction, which
+waits on the coordinator: the handler's __call__ does that). The broker
 builds none when an authorizer or the invariant monitor is on: both watch every request. It runs
 the Produce handler's own `answer` (the same appends, checks and error answers) and writes the
 answer with the handler's direct writer. Everything else gets None, and the general path answers
@@ -26,6 +28,7 @@ from typing import Any
 
 import structlog
 
+from minikafka.broker import txn_enrollment
 from minikafka.protocol import codec, produce_request, produce_response
 from minikafka.protocol.errors import ErrorCode
 
@@ -62,8 +65,10 @@ class UsualProduce:
                 return None
             pos += 1
         req = read(frame, pos)
-        if req is None or req.transactional_id is not None or req.acks not in _ACKS:
+        if req is None or req.acks not in _ACKS:
             return None
+        if req.transactional_id is not None and version >= txn_enrollment.PRODUCE_SINCE:
+            return None  # its partitions are enrolled first, an await on the coordinator
         client_id = None
         if n >= 0:
             try:

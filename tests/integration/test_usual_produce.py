@@ -27,11 +27,15 @@ from minikafka.embedded import EmbeddedBroker
 from minikafka.protocol import codec, versions
 from minikafka.protocol.records import build_batch
 from minikafka.protocol.types import TopicPartition
+from kio.schema.add_partitions_to_txn.v3.request import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
+from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
+from kio.static.primitive import i16, i32, i64
 from rawclient import ConnectionClosed, RawClient, create_topics_v7, produce, produce_v9, valid_batch
 
 pytestmark = pytest.mark.integration
 
 NOW = int(time.time() * 1000)
+TXN_ID, TXN_PID = "tx", 0
 _TIMEOUT = datetime.timedelta(milliseconds=5000)
 TOPICS = {"plain": ({}, 2), "appendtime": ({"message.timestamp.type": "LogAppendTime"}, 1),
           "strict": ({"message.timestamp.before.max.ms": "1000"}, 1)}
@@ -50,6 +54,19 @@ async def _broker(data_dir: Path) -> Broker:
         answer = await dispatch(broker.registry, _frame(19, 7, create_topics_v7(name, partitions, configs)),
                                 1, "test", NOW, ClientInfo())
         assert b"\x00\x00" in bytes(answer.data), f"{name} not created"
+    # One open transaction, "tx" (producer id 0, epoch 0 on a fresh broker), holding plain-0.
+    init = await dispatch(broker.registry, _frame(22, 4, InitProducerIdRequest(
+        transactional_id=TXN_ID, transaction_timeout=_TIMEOUT, producer_id=i64(-1), producer_epoch=i16(-1))),
+        1, "test", NOW, ClientInfo())
+    _, body = codec.decode_response(22, 4, bytes(init.data)[4:])
+    assert (body.error_code, body.producer_id, body.producer_epoch) == (0, TXN_PID, 0)
+    add = await dispatch(broker.registry, _frame(24, 3, AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id=TXN_ID, v3_and_below_producer_id=i64(TXN_PID),
+        v3_and_below_producer_epoch=i16(0),
+        v3_and_below_topics=(AddPartitionsToTxnTopic(name="plain", partitions=(i32(0),)),))), 1, "test", NOW,
+        ClientInfo())
+    _, body = codec.decode_response(24, 3, bytes(add.data)[4:])
+    assert body.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
     # The partitions' directories are made off the loop (storage/partition_maker.py).
     wanted = [TopicPartition(name, p) for name, (_, partitions) in TOPICS.items() for p in range(partitions)]
     deadline = time.monotonic() + 30
@@ -89,10 +106,12 @@ def _corrupt(batch: bytes) -> bytes:
 
 
 def _logs(broker: Broker) -> dict[str, bytes]:
-    """Every topic partition's .log files, by partition directory and name."""
+    """The test topics' .log files, by partition directory and name (not the internal topics',
+    whose partitions are made in the background)."""
     out = {}
     for path in sorted(broker.config.data_dir.glob("*/*.log")):
-        out[f"{path.parent.name}/{path.name}"] = path.read_bytes()
+        if path.parent.name.rpartition("-")[0] in TOPICS:
+            out[f"{path.parent.name}/{path.name}"] = path.read_bytes()
     return out
 
 
@@ -119,6 +138,16 @@ TAKEN = [
     ("a transactional batch without a transactional id", [_produce(
         9, [("plain", 0, _batch(1, producer_id=4001, producer_epoch=0, base_sequence=0, transactional=True))])]),
     ("two batches in one partition's records", [_produce(9, [("plain", 0, _batch(1) + _batch(1))])]),
+    ("transactional below v12: in the transaction, then outside it", [
+        _produce(9, [("plain", 0, _batch(2, producer_id=TXN_PID, producer_epoch=0, base_sequence=0,
+                                        transactional=True))], transactional_id=TXN_ID),
+        _produce(11, [("plain", 0, _batch(1, producer_id=TXN_PID, producer_epoch=0, base_sequence=2,
+                                         transactional=True))], transactional_id=TXN_ID),
+        _produce(9, [("plain", 1, _batch(1, producer_id=TXN_PID, producer_epoch=0, base_sequence=0,
+                                        transactional=True))], transactional_id=TXN_ID),
+    ]),
+    ("a transactional id with a batch that is not transactional", [
+        _produce(9, [("plain", 1, _batch(1))], transactional_id=TXN_ID)]),
 ]
 
 
@@ -170,7 +199,10 @@ def _bad_client_id(frame: bytes) -> bytes:
 DECLINED = {
     "acks=0": _produce(9, [("plain", 0, _batch())], acks=0),
     "acks=2": _produce(9, [("plain", 0, _batch())], acks=2),
-    "a transactional id": _produce(9, [("plain", 0, _batch())], transactional_id="tx"),
+    # v12+: the request enrolls its partitions in the transaction, which waits on the coordinator
+    "a transactional id at v12": _produce(12, [("plain", 0, _batch(1, producer_id=TXN_PID, producer_epoch=0,
+                                                                   base_sequence=0, transactional=True))],
+                                          transactional_id=TXN_ID),
     "v13, topics by id": _v13(),
     "a tagged field in the header": _with_header_tag(_produce(9, [("plain", 0, _batch())])),
     "a client id that is not UTF-8": _bad_client_id(_produce(9, [("plain", 0, _batch())], client_id="ab")),
@@ -251,3 +283,30 @@ def test_a_failure_inside_it_closes_that_connection_and_returns_its_memory(tmp_p
             del server.usual_produce.answer
         with RawClient("127.0.0.1", broker.port) as c:
             assert produce(c, "usual", 0, valid_batch()).error_code == 0
+
+
+def test_a_transactional_confluent_kafka_producer_is_answered_by_it(tmp_path) -> None:
+    """librdkafka's transactional Produce (below v12) is taken too; what read_committed shows is
+    the committed transaction only."""
+    with EmbeddedBroker(tmp_path / "data").start() as broker:
+        usual = broker._broker.server.usual_produce
+        p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "usual-tx", "linger.ms": 0})
+        p.init_transactions(30)
+        for commit in (True, False, True):
+            p.begin_transaction()
+            for i in range(5):
+                p.produce("usual-tx", value=b"%s-%d" % (b"c" if commit else b"a", i))
+                p.flush(10)
+            (p.commit_transaction if commit else p.abort_transaction)(30)
+        assert usual.taken >= 15
+        c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "g", "auto.offset.reset": "earliest",
+                      "isolation.level": "read_committed"})
+        c.subscribe(["usual-tx"])
+        got = []
+        deadline = time.monotonic() + 30
+        while len(got) < 10 and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+        c.close()
+        assert got == [b"c-%d" % i for i in range(5)] * 2
