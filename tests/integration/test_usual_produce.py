@@ -230,6 +230,20 @@ async def test_none_where_an_authorizer_or_the_monitor_sees_every_request(tmp_pa
     assert Broker(config, check_invariants=True).server.usual_produce is None
 
 
+def _consume(bootstrap: str, topic: str, n: int, **conf: str) -> list[bytes]:
+    """Up to n record values of the topic from its start (30 s at most)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "g", "auto.offset.reset": "earliest", **conf})
+    c.subscribe([topic])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(got) < n and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and m.error() is None:
+            got.append(m.value())
+    c.close()
+    return got
+
+
 def test_a_confluent_kafka_producer_is_answered_by_it(tmp_path) -> None:
     with EmbeddedBroker(tmp_path / "data").start() as broker:
         usual = broker._broker.server.usual_produce
@@ -238,16 +252,7 @@ def test_a_confluent_kafka_producer_is_answered_by_it(tmp_path) -> None:
             p.produce("usual", key=b"k", value=b"v%d" % i)
             p.flush(10)
         assert usual.taken >= 50
-        c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "g", "auto.offset.reset": "earliest"})
-        c.subscribe(["usual"])
-        got = []
-        deadline = time.monotonic() + 30
-        while len(got) < 50 and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is not None and m.error() is None:
-                got.append(m.value())
-        c.close()
-        assert got == [b"v%d" % i for i in range(50)]
+        assert _consume(broker.bootstrap, "usual", 50) == [b"v%d" % i for i in range(50)]
 
 
 def _wait_for(condition, what: str, timeout: float = 10.0) -> None:
@@ -299,14 +304,5 @@ def test_a_transactional_confluent_kafka_producer_is_answered_by_it(tmp_path) ->
                 p.flush(10)
             (p.commit_transaction if commit else p.abort_transaction)(30)
         assert usual.taken >= 15
-        c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "g", "auto.offset.reset": "earliest",
-                      "isolation.level": "read_committed"})
-        c.subscribe(["usual-tx"])
-        got = []
-        deadline = time.monotonic() + 30
-        while len(got) < 10 and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is not None and m.error() is None:
-                got.append(m.value())
-        c.close()
+        got = _consume(broker.bootstrap, "usual-tx", 10, **{"isolation.level": "read_committed"})
         assert got == [b"c-%d" % i for i in range(5)] * 2
