@@ -29,14 +29,14 @@ from typing import Any
 import structlog
 
 from minikafka.broker import txn_enrollment
-from minikafka.protocol import codec, produce_request, produce_response
+from minikafka.protocol import codec, produce_request, produce_response, versions
 from minikafka.protocol.errors import ErrorCode
 
 log = structlog.get_logger("minikafka.broker")
 
 API_KEY = 0
-# api key, api version, correlation id, client id length (request header v1 and v2)
-_HEADER = struct.Struct(">hhih")
+_PREFIX = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
+_CLIENT_ID_AT = _PREFIX.size
 _ACKS = frozenset((1, -1))  # acks=0 answers nothing and closes on a failure: the general path
 
 
@@ -44,26 +44,27 @@ class UsualProduce:
     def __init__(self, services: Any) -> None:
         self.services = services
         self._handler: Any = None  # the Produce handler, built at the first request it takes
-        # version -> the compiled reader of its body (None: a version this does not take)
-        self._readers = {v: produce_request.reader(v)
-                         for v in range(produce_request.FIRST_VERSION, produce_request.LAST_VERSION + 1)}
+        # version -> (the compiled reader of its body, whether its header is flexible); a version
+        # not here (none without a C compiler) is not taken
+        self._readers = {v: (read, bool(versions.request_class(API_KEY, v).__flexible__))
+                         for v in range(produce_request.FIRST_VERSION, produce_request.LAST_VERSION + 1)
+                         if (read := produce_request.reader(v)) is not None}
         self.taken = 0  # requests answered here since start (tests look)
 
     def answer(self, frame: bytes, now_ms: int, client: Any, conn_id: int) -> bytes | None:
         """The encoded answer to a Produce `frame`, or None when it is not the usual request (then
         nothing has been done for it). `client`: the connection's ClientInfo, told the client id
         as dispatch tells it."""
-        if len(frame) < _HEADER.size:
+        if len(frame) < _PREFIX.size:
             return None
-        _, version, correlation_id, n = _HEADER.unpack_from(frame)
-        read = self._readers.get(version)
-        if read is None or n < -1:
+        _, version, correlation_id, n = _PREFIX.unpack_from(frame)
+        shape = self._readers.get(version)
+        if shape is None:
             return None
-        pos = _HEADER.size + (n if n > 0 else 0)
-        if version >= produce_response.FIRST_FLEXIBLE:
-            if frame[pos:pos + 1] != b"\x00":  # header tagged fields: kio's reader decides
-                return None
-            pos += 1
+        read, flexible = shape
+        pos = codec.usual_header_end(frame, flexible)
+        if pos is None:  # header tagged fields, a bad client id length: codec's walk decides
+            return None
         req = read(frame, pos)
         if req is None or req.acks not in _ACKS:
             return None
@@ -72,7 +73,7 @@ class UsualProduce:
         client_id = None
         if n >= 0:
             try:
-                client_id = client.client_id = frame[_HEADER.size:_HEADER.size + n].decode()
+                client_id = client.client_id = frame[_CLIENT_ID_AT:_CLIENT_ID_AT + n].decode()
             except UnicodeDecodeError:
                 return None  # the general path refuses it as malformed
         handler = self._handler
