@@ -229,9 +229,14 @@ def validate_client_batch(buf: bytes | bytearray | memoryview, pos: int, h: Batc
 
 def timestamp_bounds(rules: Rules) -> tuple[int, int]:
     """The CreateTime window a record's timestamp must fall in (none under LogAppendTime)."""
-    if rules.log_append_time:
+    return timestamp_window(rules.now_ms, rules.log_append_time, rules.before_max_ms, rules.after_max_ms)
+
+
+def timestamp_window(now_ms: int, log_append_time: bool, before_max_ms: int, after_max_ms: int) -> tuple[int, int]:
+    """timestamp_bounds from the values themselves (PartitionLog's usual append builds no Rules)."""
+    if log_append_time:
         return INT64_MIN, INT64_MAX
-    return max(rules.now_ms - rules.before_max_ms, INT64_MIN), min(rules.now_ms + rules.after_max_ms, INT64_MAX)
+    return max(now_ms - before_max_ms, INT64_MIN), min(now_ms + after_max_ms, INT64_MAX)
 
 
 def check_client_batch_header(h: BatchHeader) -> None:

@@ -400,7 +400,7 @@ class PartitionLog:
             usual = self._check_usual(payload, now_ms)
             if usual is not None:
                 return self._append_usual(payload, now_ms, usual[0], usual[1])
-            batches, records_max_ts = self._check_client_payload(payload, now_ms, usual_checked=True)
+            batches, records_max_ts = self._check_client_payload(payload, now_ms)
             h = batches[0][1]
             if h.producer_id >= 0:
                 duplicate = self.producer_state.check(h)  # raises InvalidProducerEpoch / OutOfOrderSequence
@@ -554,11 +554,7 @@ class PartitionLog:
         if checker is None or not _WALK_RECORDS:
             return None
         s = self.settings
-        if s.log_append_time:  # validator.timestamp_bounds, without building its Rules
-            low, high = validator.INT64_MIN, validator.INT64_MAX
-        else:
-            low = max(now_ms - s.before_max_ms, validator.INT64_MIN)
-            high = min(now_ms + s.after_max_ms, validator.INT64_MAX)
+        low, high = validator.timestamp_window(now_ms, s.log_append_time, s.before_max_ms, s.after_max_ms)
         usual = checker(payload, low, high, s.compacted, s.max_message_bytes, records.BatchHeader)
         if usual is None:
             return None
@@ -567,14 +563,11 @@ class PartitionLog:
             del payload[used:]
         return header, records_max_ts
 
-    def _check_client_payload(self, payload: bytearray, now_ms: int, *,
-                              usual_checked: bool = False) -> tuple[list[tuple[int, records.BatchHeader]], int]:
-        """A producer's payload checked against every rule: its one batch, and the largest
-        timestamp of its records. Raises CorruptRecord, InvalidRecord, MessageTooLarge.
-        `usual_checked`: _check_usual already said it is not the usual case."""
-        usual = None if usual_checked else self._check_usual(payload, now_ms)
-        if usual is not None:
-            return [(0, usual[0])], usual[1]
+    def _check_client_payload(self, payload: bytearray,
+                              now_ms: int) -> tuple[list[tuple[int, records.BatchHeader]], int]:
+        """A producer's payload checked against every rule, in Python (append() asks _check_usual
+        first): its one batch, and the largest timestamp of its records. Raises CorruptRecord,
+        InvalidRecord, MessageTooLarge, or decompresses."""
         rules = self._validation_rules(now_ms)
         batches = self._split(payload)
         if len(batches) != 1:

@@ -1,6 +1,6 @@
 """A produced payload's checks in one compiled call (validator.client_batch_c, used by
-PartitionLog._check_client_payload) against the Python reference they stand in for, and the
-compiled stamp of an appended batch against its reference.
+PartitionLog._check_usual before _check_client_payload's Python checks) against the Python
+reference they stand in for, and the compiled stamp of an appended batch against its reference.
 
 The contract: for any payload, the log's check answers the same with the compiled checker as
 without it: the same batch, timestamp and trimmed payload, or the same error with the same text."""
@@ -55,7 +55,8 @@ def _outcome(plog: PartitionLog, payload: bytes, compiled: bool) -> tuple:
         V.client_batch_c = None
     buf = bytearray(payload)
     try:
-        batches, max_ts = plog._check_client_payload(buf, NOW)
+        usual = plog._check_usual(buf, NOW)  # as append() checks: the compiled checker first
+        batches, max_ts = ([(0, usual[0])], usual[1]) if usual is not None else plog._check_client_payload(buf, NOW)
     except (CorruptRecord, InvalidRecord, MessageTooLarge) as exc:
         return ("refused", type(exc), str(exc), getattr(exc, "record_errors", ()))
     finally:
