@@ -25,7 +25,6 @@ from minikafka.broker.handlers.write_txn_markers import LocalMarkerWriter
 from minikafka.broker.internal_topic import InternalTopicLog
 from minikafka.broker.share_partitions import SharePartitionManager
 from minikafka.broker.log_cleaner import LogCleaner
-from minikafka.broker.usual_produce import UsualProduce
 from minikafka.broker.producer_id_store import FileProducerIdBlockStore
 from minikafka.broker.purgatory import FetchPurgatory
 from minikafka.broker.request_memory import RequestMemoryPool
@@ -33,6 +32,7 @@ from minikafka.broker.server import KafkaServer
 from minikafka.broker.services import BrokerServices, stored_broker_configs
 from minikafka.broker.throttling import Throttler, quota_windows
 from minikafka.broker.txn_evidence import StoredDataPartitions
+from minikafka.broker.usual_produce import UsualProduce
 from minikafka.broker_config import ignored_security_configs, with_dynamic
 from minikafka.clock import Clock, ControlledClock
 from minikafka.config import BrokerConfig, ConfigError

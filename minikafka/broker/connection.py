@@ -39,9 +39,9 @@ import structlog
 from minikafka.broker.client_info import ClientInfo
 from minikafka.broker.dispatch import Answer, CloseConnection, HandlerRegistry, dispatch, refusal
 from minikafka.broker.fault_door import FaultDoor
-from minikafka.broker.usual_produce import UsualProduce
 from minikafka.broker.request_memory import RequestMemoryPool
 from minikafka.broker.throttling import Throttler
+from minikafka.broker.usual_produce import UsualProduce
 from minikafka.observe.meters import Meters
 from minikafka.protocol.errors import ErrorCode, FramingError
 from minikafka.protocol.framing import FrameDecoder, encode_frame

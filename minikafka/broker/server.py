@@ -14,9 +14,9 @@ from minikafka.broker import send_thread
 from minikafka.broker.connection import Connection, ConnectionProtocol
 from minikafka.broker.dispatch import HandlerRegistry
 from minikafka.broker.fault_door import FaultDoor
-from minikafka.broker.usual_produce import UsualProduce
 from minikafka.broker.request_memory import RequestMemoryPool
 from minikafka.broker.throttling import Throttler
+from minikafka.broker.usual_produce import UsualProduce
 from minikafka.observe.meters import Meters
 from minikafka.security.principal import NoMatchingRule
 from minikafka.security.settings import ListenerSecurity
