@@ -10,7 +10,7 @@ import os
 import signal
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -19,11 +19,9 @@ from minikafka.broker.control_server import ControlServer
 from minikafka.broker.dispatch import HandlerRegistry
 from minikafka.broker.fault_door import FaultDoor
 from minikafka.broker.fetch_sessions import FetchSessionCache
-from minikafka.broker.group_log import build_group_coordinator
 from minikafka.broker.handlers import default_handlers
 from minikafka.broker.handlers.write_txn_markers import LocalMarkerWriter
 from minikafka.broker.internal_topic import InternalTopicLog
-from minikafka.broker.share_partitions import SharePartitionManager
 from minikafka.broker.log_cleaner import LogCleaner
 from minikafka.broker.producer_id_store import FileProducerIdBlockStore
 from minikafka.broker.purgatory import FetchPurgatory
@@ -38,7 +36,6 @@ from minikafka.clock import Clock, ControlledClock
 from minikafka.config import BrokerConfig, ConfigError
 from minikafka.control.invariants import InvariantMonitor, Violation
 from minikafka.control.rules import FaultRules
-from minikafka.coordinator.group.offsets_log import TOPIC as OFFSETS_TOPIC
 from minikafka.coordinator.producer_ids import ProducerIdAllocator
 from minikafka.coordinator.transaction.coordinator import TransactionCoordinator
 from minikafka.coordinator.transaction.state import OPEN_STATES
@@ -67,7 +64,17 @@ GROUP_CONFIGS_FILE = "minikafka-group-configs.json"  # the GROUP config resource
 FEATURES_FILE = "minikafka-features.json"  # finalized feature levels set by UpdateFeatures
 BROKER_CONFIGS_FILE = "minikafka-broker-configs.json"  # dynamic BROKER configs ("" and the node id)
 
+if TYPE_CHECKING:
+    from minikafka.broker.share_partitions import SharePartitionManager
+    from minikafka.coordinator.group.coordinator import GroupCoordinator
+
 log = structlog.get_logger("minikafka.broker")
+# The group coordinator's topics. A data dir holding either starts the coordinator with the broker
+# (it has groups to load); one without starts it at its first use (Broker._start_groups). Named
+# here, not imported: importing offsets_log and state_log is part of what waiting saves (a unit
+# test holds the names equal to theirs).
+OFFSETS_TOPIC = "__consumer_offsets"
+SHARE_STATE_TOPIC = "__share_group_state"
 # How often the internal topics are checked for a rolled segment to compact (cheap: a length test).
 COMPACTION_CHECK_MS = 1000
 SHARE_LOCK_CHECK_MS = 100   # how late an expired acquisition lock may be noticed
@@ -147,18 +154,11 @@ class Broker:
                                        purgatory=self.purgatory,
                                        producer_ids=ProducerIdAllocator(FileProducerIdBlockStore(config.data_dir)),
                                        faults=self.faults)
-        self.groups = build_group_coordinator(config, self.logs)
-        self.services.groups = self.groups
+        self.services.start_groups = self._start_groups
+        self._group_deadlines_changed = asyncio.Event()  # wakes the group timer task
         self.services.group_configs = DynamicConfigStore(config.data_dir / GROUP_CONFIGS_FILE)
         self.services.features = load_features(config, DynamicConfigStore(config.data_dir / FEATURES_FILE))
         self.services.fetch_sessions = FetchSessionCache(int(config["max.incremental.fetch.session.cache.slots"]))
-        # A group's consumer.* configs override the broker's group.consumer.* defaults.
-        self.groups.consumer.group_overrides = self.services.group_configs.get
-        self.groups.streams.group_overrides = self.services.group_configs.get
-        self.groups.share.group_overrides = self.services.group_configs.get
-        # KIP-932: ShareFetch / ShareAcknowledge over the share groups' partitions.
-        self.services.share = SharePartitionManager(self.services, self.groups.share,
-                                                    max_sessions=int(config["group.share.max.share.sessions"]))
         self.services.broker_configs = broker_configs
         self.services.static_values = static_values
         self.services.quota_store = ClientQuotaStore(config.data_dir / CLIENT_QUOTAS_FILE)
@@ -224,15 +224,12 @@ class Broker:
     async def start(self) -> None:
         self.logs.startup(self.clock.now_ms())
         self.cleaner.load()
-        self.groups.complete_offsets_topic(self.clock.now_ms())
+        if OFFSETS_TOPIC in self.logs.topics or SHARE_STATE_TOPIC in self.logs.topics:
+            self.services.groups  # noqa: B018 - starts the coordinator: it has groups to load
         self.txn_topic.complete_rebuilt(self.clock.now_ms())
-        self.groups.share.share_state.complete_topic(self.clock.now_ms())
-        self.groups.load(self.clock.now_ms())
-        self.groups.share.share_state.load()
         self.txn.load()
-        # Internal partitions that lost unreadable records: say which groups and ids live there.
+        # Internal partitions that lost unreadable records: say which transactional ids live there.
         damaged = self.logs.damaged
-        self.groups.report_damage(tp.partition for tp in damaged if tp.topic == OFFSETS_TOPIC)
         self.txn.report_damage(tp.partition for tp in damaged if tp.topic == TXN_TOPIC)
         await self.txn.repair_damaged([tp.partition for tp in damaged if tp.topic == TXN_TOPIC],
                                       StoredDataPartitions(self.logs), self.clock.now_ms)
@@ -257,9 +254,6 @@ class Broker:
         self._every(int(c["transaction.abort.timed.out.transaction.cleanup.interval.ms"]), self._abort_timed_out)
         self._every(int(c["transaction.remove.expired.transaction.cleanup.interval.ms"]), self._expire_txn_ids)
         self._every(COMPACTION_CHECK_MS, self._compact_internal_topics)
-        share = self.services.share
-        self._every(SHARE_LOCK_CHECK_MS, share.expire_locks)
-        self.server.closed_listeners.append(share.connection_closed)
         for sec in self.server.listeners:
             if sec.jwks is not None:
                 self._every(sec.jwks.refresh_ms, self._jwks_refresher(sec.listener.name, sec.jwks.source))
@@ -319,24 +313,58 @@ class Broker:
                 result = fn()
                 if result is not None:
                     await result
-        await self.groups.expire(self.clock.now_ms())
-        if self.groups.on_deadlines_changed is not None:
-            self.groups.on_deadlines_changed()  # the group timer task sleeps until a new deadline
+        groups = self.services.started_groups
+        if groups is not None:
+            await groups.expire(self.clock.now_ms())
+            self._group_deadlines_changed.set()  # the group timer task sleeps until a new deadline
+
+    def _start_groups(self) -> tuple[GroupCoordinator, SharePartitionManager]:
+        """Build the group coordinator and the share-partition manager, and load what their
+        topics hold: with the broker when the data dir has groups, else at the first request that
+        needs them (BrokerServices.groups)."""
+        # Imported here: the coordinator and its four rooms (classic, consumer, streams, share
+        # groups) are ~60 ms of imports, a third of a start, and an empty data dir has no group.
+        from minikafka.broker.group_log import build_group_coordinator
+        from minikafka.broker.share_partitions import SharePartitionManager
+
+        now_ms = self.clock.now_ms()
+        config = self.services.config  # with the dynamic broker configs set since the start
+        groups = build_group_coordinator(config, self.logs)
+        # A group's consumer.* (streams.*, share.*) configs override the broker's group.* defaults.
+        overrides = self.services.group_configs
+        assert overrides is not None
+        groups.consumer.group_overrides = groups.streams.group_overrides = overrides.get
+        groups.share.group_overrides = overrides.get
+        # KIP-932: ShareFetch / ShareAcknowledge over the share groups' partitions.
+        share = SharePartitionManager(self.services, groups.share,
+                                      max_sessions=int(config["group.share.max.share.sessions"]))
+        groups.complete_offsets_topic(now_ms)
+        groups.share.share_state.complete_topic(now_ms)
+        groups.load(now_ms)
+        groups.share.share_state.load()
+        # Partitions that lost unreadable records at start-up: say which groups lived there.
+        groups.report_damage(tp.partition for tp in self.logs.damaged if tp.topic == OFFSETS_TOPIC)
+        groups.on_deadlines_changed = self._group_deadlines_changed.set
+        self._group_deadlines_changed.set()
+        self._every(SHARE_LOCK_CHECK_MS, share.expire_locks)
+        self.server.closed_listeners.append(share.connection_closed)
+        return groups, share
 
     async def _group_timers(self) -> None:
-        """Drive the group coordinator's deadlines (sessions, join/sync phases, offset expiry)."""
-        wake = asyncio.Event()
-        self.groups.on_deadlines_changed = wake.set
+        """Drive the group coordinator's deadlines (sessions, join/sync phases, offset expiry),
+        once it has started."""
+        wake = self._group_deadlines_changed
         while True:
-            deadline = self.groups.next_deadline()
+            groups = self.services.started_groups
+            deadline = None if groups is None else groups.next_deadline()
             now = self.clock.now_ms()
-            if deadline is not None and deadline <= now:
+            if groups is not None and deadline is not None and deadline <= now:
                 try:
-                    await self.groups.expire(now)
+                    await groups.expire(now)
                 except Exception:
                     log.exception("background_task_failed", task="group_timers")
                     await asyncio.sleep(0.1)
-                after = self.groups.next_deadline()
+                after = groups.next_deadline()
                 if after is not None and after <= now:
                     await asyncio.sleep(0.01)  # never spin on a deadline expire() did not clear
                 continue
@@ -366,8 +394,8 @@ class Broker:
 
     def _offsets_marker_written(self, tp: TopicPartition, producer_id: int, committed: bool) -> None:
         # A marker on __consumer_offsets makes the producer's pending offsets visible or drops them.
-        if tp.topic == OFFSETS_TOPIC:
-            self.groups.complete_transaction(tp.partition, producer_id, committed)
+        if tp.topic == OFFSETS_TOPIC and (groups := self.services.groups) is not None:
+            groups.complete_transaction(tp.partition, producer_id, committed)
 
     def _jwks_refresher(self, listener: str, source: JwksSource) -> Callable[[], Awaitable[None]]:
         async def refresh() -> None:  # a blocking fetch, on a thread
@@ -382,8 +410,10 @@ class Broker:
         await self.txn.expire_transactional_ids(self.clock.now_ms)
 
     async def _compact_internal_topics(self) -> None:
-        await self.groups.compact(self.clock.now_ms())
-        await self.groups.share.share_state.compact(self.clock.now_ms())
+        groups = self.services.started_groups
+        if groups is not None:
+            await groups.compact(self.clock.now_ms())
+            await groups.share.share_state.compact(self.clock.now_ms())
         await self.txn.compact(self.clock.now_ms)
 
     def _retention(self) -> None:
@@ -427,7 +457,8 @@ class Broker:
     async def shutdown(self) -> None:
         log.info("broker_stopping")
         self.purgatory.close()
-        self.groups.shutdown()
+        if (groups := self.services.started_groups) is not None:
+            groups.shutdown()
         if self.control is not None:
             await self.control.stop()
         if self.observe is not None:

@@ -111,13 +111,13 @@ class LiveView:
 
     # ------------------------------------------------------------------------------ groups
     def groups(self) -> list[GroupState]:
-        coordinator = self._svc.groups
+        coordinator = self._svc.started_groups  # one not started yet has no group
         if coordinator is None:
             return []
         return [self._group(listed) for listed in coordinator.list_groups()]
 
     def group(self, group_id: str) -> GroupState | None:
-        coordinator = self._svc.groups
+        coordinator = self._svc.started_groups
         if coordinator is None:
             return None
         for listed in coordinator.list_groups():

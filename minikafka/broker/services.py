@@ -11,7 +11,6 @@ from minikafka.broker.purgatory import FetchPurgatory
 from minikafka.broker_config import with_dynamic
 from minikafka.clock import Clock
 from minikafka.config import BrokerConfig
-from minikafka.coordinator.group.coordinator import GroupCoordinator
 from minikafka.features import Features
 from minikafka.coordinator.ports import RecordLog
 from minikafka.coordinator.producer_ids import ProducerIdAllocator
@@ -32,6 +31,7 @@ from minikafka.topic_config import topic_defaults
 
 if TYPE_CHECKING:
     from minikafka.broker.share_partitions import SharePartitionManager
+    from minikafka.coordinator.group.coordinator import GroupCoordinator
     from minikafka.storage.partition_log import PartitionLog
 
 
@@ -44,13 +44,15 @@ class BrokerServices:
     producer_ids: ProducerIdAllocator
     faults: FaultInjector = NO_FAULTS  # test-only crash points (minikafka/faults.py)
     served: dict[int, versions.VersionRange] = field(default_factory=dict)  # filled by app.py
-    groups: GroupCoordinator | None = None  # the classic group coordinator (set by app.py)
+    # Starts the group coordinator and the share-partition manager: app.py's, called at their first
+    # use (the `groups` and `share` properties), so a broker with no group to load does not import
+    # them to start serving.
+    start_groups: Callable[[], tuple[GroupCoordinator, SharePartitionManager]] | None = None
     txn: TransactionCoordinator | None = None  # the transaction coordinator (set by app.py)
     txn_topic: RecordLog | None = None  # __transaction_state (set by app.py)
     group_configs: DynamicConfigStore | None = None  # GROUP config resources (set by app.py)
     features: Features | None = None  # finalized feature levels, kafka-features.sh (set by app.py)
     fetch_sessions: FetchSessionCache | None = None  # KIP-227 incremental fetch sessions (set by app.py)
-    share: SharePartitionManager | None = None  # KIP-932 ShareFetch / ShareAcknowledge (set by app.py)
     broker_configs: DynamicConfigStore | None = None  # dynamic BROKER configs, "" and node id (app.py)
     static_values: Mapping[str, object] = field(default_factory=dict)  # the config before them (app.py)
     quotas: ClientQuotas = field(default_factory=ClientQuotas)  # client quotas (set by app.py)
@@ -65,6 +67,27 @@ class BrokerServices:
 
     def __post_init__(self) -> None:
         self.logs.on_log_opened = self._watch
+        self._groups: GroupCoordinator | None = None
+        self._share: SharePartitionManager | None = None
+
+    @property
+    def groups(self) -> GroupCoordinator | None:
+        """The group coordinator (classic, consumer, streams and share groups), started now if
+        this is its first use."""
+        if self._groups is None and self.start_groups is not None:
+            self._groups, self._share = self.start_groups()
+        return self._groups
+
+    @property
+    def share(self) -> SharePartitionManager | None:
+        """KIP-932 ShareFetch / ShareAcknowledge over the share groups' partitions, started with
+        the group coordinator."""
+        return None if self.groups is None else self._share
+
+    @property
+    def started_groups(self) -> GroupCoordinator | None:
+        """The group coordinator if it has started, without starting it (timers, shutdown)."""
+        return self._groups
 
     @property
     def node_id(self) -> int:

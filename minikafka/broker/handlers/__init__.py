@@ -60,7 +60,7 @@ ADMIN = (
     (75, "describe_topic_partitions", "DescribeTopicPartitionsHandler", SVC),
     (57, "update_features", "UpdateFeaturesHandler", SVC),
 )
-# The group coordinator's APIs, classic and KIP-848 (app.py sets svc.groups before building the registry).
+# The group coordinator's APIs, classic and KIP-848 (svc.groups starts the coordinator at the first).
 GROUP = (
     (10, "find_coordinator", "FindCoordinatorHandler", COORDINATORS),
     (11, "join_group", "JoinGroupHandler", GROUPS),
@@ -147,9 +147,10 @@ def _builder(svc: BrokerServices, cls: str, how: str) -> Callable[[ModuleType], 
 def _coordinator_lookups(svc: BrokerServices, find_coordinator: ModuleType) -> dict[int, Any]:
     """FindCoordinator key types this node serves -> how to make the coordinator's topic exist."""
     out: dict[int, Any] = {}
-    g = getattr(svc, "groups", None)
-    if g is not None:
-        out[find_coordinator.KEY_TYPE_GROUP] = g.ensure_offsets_topic
+    if svc is not None and svc.start_groups is not None:
+        # Looked up at the first group key, not here: a transactional producer's FindCoordinator
+        # does not start the group coordinator.
+        out[find_coordinator.KEY_TYPE_GROUP] = lambda now_ms: svc.groups.ensure_offsets_topic(now_ms)
     t = getattr(svc, "txn_topic", None)
     if t is not None:
         out[find_coordinator.KEY_TYPE_TRANSACTION] = t.ensure_created
