@@ -220,6 +220,7 @@ class Broker:
         self._tasks: list[asyncio.Task[None]] = []
         self._timers: list[tuple[Callable[[], Awaitable[None] | None], asyncio.Lock]] = []
         self._stopping = asyncio.Event()
+        self._shutting_down = False  # shutdown() has begun: a coordinator started now starts closed
 
     async def start(self) -> None:
         self.logs.startup(self.clock.now_ms())
@@ -328,7 +329,7 @@ class Broker:
         from minikafka.broker.share_partitions import SharePartitionManager
 
         now_ms = self.clock.now_ms()
-        config = self.services.config  # with the dynamic broker configs set since the start
+        config = self.config  # the config the broker started with, as a start with the broker uses
         groups = build_group_coordinator(config, self.logs)
         # A group's consumer.* (streams.*, share.*) configs override the broker's group.* defaults.
         overrides = self.services.group_configs
@@ -344,6 +345,11 @@ class Broker:
         groups.share.share_state.load()
         # Partitions that lost unreadable records at start-up: say which groups lived there.
         groups.report_damage(tp.partition for tp in self.logs.damaged if tp.topic == OFFSETS_TOPIC)
+        if self._shutting_down:
+            # A request that shutdown() let finish asked first: it is answered NOT_COORDINATOR, as
+            # by a coordinator shutdown() closed, and no timer outlives the broker.
+            groups.shutdown()
+            return groups, share
         groups.on_deadlines_changed = self._group_deadlines_changed.set
         self._group_deadlines_changed.set()
         self._every(SHARE_LOCK_CHECK_MS, share.expire_locks)
@@ -456,6 +462,7 @@ class Broker:
 
     async def shutdown(self) -> None:
         log.info("broker_stopping")
+        self._shutting_down = True
         self.purgatory.close()
         if (groups := self.services.started_groups) is not None:
             groups.shutdown()

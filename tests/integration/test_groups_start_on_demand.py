@@ -5,14 +5,19 @@ starts it with the broker, and what the topic holds is there at once."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from clients import consume_n, consumer, create_topic, produce_all, producer, uniq
 from confluent_kafka import TopicPartition
 
 from minikafka.broker import app
+from minikafka.config import load
 from minikafka.coordinator.group import offsets_log
+from minikafka.coordinator.group.decisions import JoinRequest
 from minikafka.coordinator.share_group import state_log
 from minikafka.embedded import EmbeddedBroker
+from minikafka.protocol.errors import ErrorCode
 from minikafka.testing import TEST_OVERRIDES
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -62,3 +67,27 @@ def test_groups_start_at_their_first_use_and_with_the_broker_once_they_have_a_to
             assert tp.offset == committed
         finally:
             c.close()
+
+
+async def test_a_coordinator_first_needed_during_shutdown_starts_closed(tmp_path) -> None:
+    """shutdown() lets the requests it has read finish. If one of them is the first to need the
+    group coordinator, the coordinator it starts is already closed (a JoinGroup is answered
+    NOT_COORDINATOR, not parked until the grace period ends), and none of its timers outlives the
+    broker."""
+    config = load(None, [f"{k}={v}" for k, v in TEST_OVERRIDES.items()], host="127.0.0.1", port=0,
+                  data_dir=tmp_path / "data")
+    broker = app.Broker(config)
+    await broker.start()
+    stopping = asyncio.create_task(broker.shutdown())
+    for _ in range(100):  # shutdown() runs up to its first wait, on its endpoints
+        if broker._shutting_down:
+            break
+        await asyncio.sleep(0)
+    assert broker._shutting_down and not stopping.done()
+    groups = broker.services.groups
+    join = JoinRequest(group_id="g", member_id="", session_timeout_ms=10_000, rebalance_timeout_ms=60_000,
+                       protocols=(("range", b""),), require_known_member_id=False)
+    result = await asyncio.wait_for(groups.join_group(join, broker.clock.now_ms()), 5)
+    assert result.error is ErrorCode.not_coordinator
+    await asyncio.wait_for(stopping, 30)
+    assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
