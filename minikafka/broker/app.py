@@ -18,7 +18,6 @@ from minikafka.broker import fault_door, send_thread
 from minikafka.broker.control_server import ControlServer
 from minikafka.broker.dispatch import HandlerRegistry
 from minikafka.broker.fault_door import FaultDoor
-from minikafka.broker.fetch_sessions import FetchSessionCache
 from minikafka.broker.handlers import default_handlers
 from minikafka.broker.handlers.write_txn_markers import LocalMarkerWriter
 from minikafka.broker.internal_topic import InternalTopicLog
@@ -158,7 +157,6 @@ class Broker:
         self._group_deadlines_changed = asyncio.Event()  # wakes the group timer task
         self.services.group_configs = DynamicConfigStore(config.data_dir / GROUP_CONFIGS_FILE)
         self.services.features = load_features(config, DynamicConfigStore(config.data_dir / FEATURES_FILE))
-        self.services.fetch_sessions = FetchSessionCache(int(config["max.incremental.fetch.session.cache.slots"]))
         self.services.broker_configs = broker_configs
         self.services.static_values = static_values
         self.services.quota_store = ClientQuotaStore(config.data_dir / CLIENT_QUOTAS_FILE)

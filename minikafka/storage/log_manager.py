@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -428,6 +427,8 @@ class LogManager:
             if plog is not None:
                 plog.delete()
             elif self.maker.cancel(tp):  # made but never opened
+                import shutil  # here: with the lzma and bz2 modules it imports, 3 ms of every start
+
                 shutil.rmtree(self.data_dir / files.partition_dir_name(tp), ignore_errors=True)
         del self.topics[name]
         self._save_topics_file()
