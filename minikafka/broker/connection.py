@@ -301,7 +301,9 @@ class Connection:
             self._lane = None
             self._release(self._lane_held)
             self._lane_held = 0
-            if not ok:
+            # A stop_reading() while the lane was busy left the closing to it: run() waits in a
+            # read that only the close ends (else a clean stop waited out its grace period).
+            if not ok or self.closing:
                 self.close()
             else:
                 self._reserve_next()

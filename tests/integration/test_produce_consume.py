@@ -152,6 +152,45 @@ def test_a_clean_stop_answers_a_parked_fetch_at_once(tmp_path):
             broker.term()
 
 
+def test_a_clean_stop_closes_a_connection_whose_waiting_request_it_answered(tmp_path):
+    """A JoinGroup waiting out the group's initial rebalance delay (30 s) when the broker is asked
+    to stop is answered NOT_COORDINATOR, and its connection is closed then. Before, the request
+    finished in the connection's lane and nothing closed the connection: the stop waited out its
+    5 s grace period before cancelling it."""
+    import datetime
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kio.schema.join_group.v3.request import JoinGroupRequest, JoinGroupRequestProtocol
+    from kio.static.primitive import i32Timedelta
+    from rawclient import RawClient
+
+    from minikafka.embedded import EmbeddedBroker
+    from minikafka.testing import TEST_OVERRIDES
+
+    join = JoinGroupRequest(group_id="g", session_timeout=i32Timedelta.parse(datetime.timedelta(seconds=10)),
+                            rebalance_timeout=i32Timedelta.parse(datetime.timedelta(seconds=60)), member_id="",
+                            protocol_type="consumer",
+                            protocols=(JoinGroupRequestProtocol(name="range", metadata=b""),))
+    broker = EmbeddedBroker(tmp_path / "data", overrides={
+        **TEST_OVERRIDES, "group.initial.rebalance.delay.ms": "30000"}).start()
+    try:
+        with RawClient("127.0.0.1", broker.port, timeout=30) as c, ThreadPoolExecutor(1) as pool:
+            answer = pool.submit(c.request, join, 3)
+
+            def parked() -> bool:
+                groups = broker._broker.services.started_groups
+                return groups is not None and "g" in groups.groups and len(groups.groups["g"].members) == 1
+            wait_until(parked, 10, "the JoinGroup waiting out the initial delay")
+            started = time.monotonic()
+            broker.term()
+            # Milliseconds when the connection is closed at once; the grace period is 5 s.
+            assert time.monotonic() - started < 2.5
+            assert answer.result(timeout=30).error_code == 16  # NOT_COORDINATOR
+    finally:
+        if broker.running:
+            broker.term()
+
+
 def test_parked_fetch_wakes_on_append(kafka_broker):
     """A consumer waiting with a long fetch.wait.max.ms gets a record as soon as it is appended:
     the test's own deadline (5 s) is far below the 30 s the fetch would otherwise wait."""
