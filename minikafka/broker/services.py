@@ -29,7 +29,6 @@ from minikafka.storage.scram_store import ScramCredentialStore
 from minikafka.topic_config import topic_defaults
 
 if TYPE_CHECKING:
-    from minikafka.broker.fetch_sessions import FetchSessionCache
     from minikafka.broker.share_partitions import SharePartitionManager
     from minikafka.coordinator.group.coordinator import GroupCoordinator
     from minikafka.storage.partition_log import PartitionLog
@@ -68,17 +67,6 @@ class BrokerServices:
         self.logs.on_log_opened = self._watch
         self._groups: GroupCoordinator | None = None
         self._share: SharePartitionManager | None = None
-        self._fetch_sessions: FetchSessionCache | None = None
-
-    @property
-    def fetch_sessions(self) -> FetchSessionCache:
-        """KIP-227 incremental fetch sessions (max.incremental.fetch.session.cache.slots), made at
-        the first Fetch: their module is 2.5 ms of a start that answers no Fetch yet."""
-        if self._fetch_sessions is None:
-            from minikafka.broker.fetch_sessions import FetchSessionCache
-
-            self._fetch_sessions = FetchSessionCache(int(self.config["max.incremental.fetch.session.cache.slots"]))
-        return self._fetch_sessions
 
     @property
     def groups(self) -> GroupCoordinator | None:

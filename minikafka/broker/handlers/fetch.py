@@ -14,13 +14,13 @@ of one topic under one topic entry, as Kafka's FetchResponse.of groups them.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import structlog
 
 from minikafka.broker.context import RequestContext
-from minikafka.broker.fetch_sessions import FetchContext, Read, Wanted
+from minikafka.broker.fetch_sessions import FetchContext, FetchSessionCache, Read, Wanted
 from minikafka.broker.services import BrokerServices
 from minikafka.protocol import messages
 from minikafka.protocol.errors import CorruptRecord, ErrorCode
@@ -34,6 +34,13 @@ log = structlog.get_logger("minikafka.broker")
 class FetchHandler:
     api_key: ClassVar[int] = 1
     svc: BrokerServices
+    # KIP-227 incremental fetch sessions (max.incremental.fetch.session.cache.slots): the broker's
+    # one cache, made with its one Fetch handler, at the first Fetch.
+    sessions: FetchSessionCache = field(init=False)
+
+    def __post_init__(self) -> None:
+        slots = int(self.svc.config["max.incremental.fetch.session.cache.slots"])
+        object.__setattr__(self, "sessions", FetchSessionCache(slots))  # a frozen field, set once
 
     async def __call__(self, ctx: RequestContext, req: Any) -> messages.FetchResponse:
         if req.isolation_level not in (IsolationLevel.READ_UNCOMMITTED, IsolationLevel.READ_COMMITTED):
@@ -61,21 +68,19 @@ class FetchHandler:
     def _context(self, ctx: RequestContext, req: Any) -> FetchContext:
         wanted = tuple(Wanted(TopicPartition(t.topic, p.partition), p.fetch_offset, p.partition_max_bytes)
                        for t in req.topics for p in t.partitions)
-        sessions = self.svc.fetch_sessions
-        if sessions is None or ctx.api_version < 7:   # sessions came with v7
+        if ctx.api_version < 7:   # sessions came with v7
             return FetchContext("sessionless", wanted)
         forgotten = [TopicPartition(t.topic, p) for t in (req.forgotten_topics_data or ()) for p in t.partitions]
-        return sessions.new_context(ctx.api_version, req.session_id, req.session_epoch, wanted, forgotten,
+        return self.sessions.new_context(ctx.api_version, req.session_id, req.session_epoch, wanted, forgotten,
                                     self.svc.clock.now_ms())
 
     def _answer(self, req: Any, context: FetchContext, parts: list[tuple[TopicPartition, int, Any]]
                 ) -> messages.FetchResponse:
         """The partitions the context says to send, grouped by consecutive topic."""
-        sessions = self.svc.fetch_sessions
-        if context.kind == "sessionless" or sessions is None:
+        if context.kind == "sessionless":
             error, session_id, send = ErrorCode.none, 0, None
         else:
-            error, session_id, sent = sessions.answer(
+            error, session_id, sent = self.sessions.answer(
                 context, [Read(tp, size > 0, pd.high_watermark, pd.log_start_offset, pd.error_code)
                           for tp, size, pd in parts], self.svc.clock.now_ms(), req.session_epoch)
             send = set(sent)
