@@ -16,7 +16,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from clients import read_all, wait_until
+from confluent_kafka import Producer
 
 from minikafka.broker.app import Broker
 from minikafka.broker.client_info import ClientInfo
@@ -230,20 +231,6 @@ async def test_none_where_an_authorizer_or_the_monitor_sees_every_request(tmp_pa
     assert Broker(config, check_invariants=True).server.usual_produce is None
 
 
-def _consume(bootstrap: str, topic: str, n: int, **conf: str) -> list[bytes]:
-    """Up to n record values of the topic from its start (30 s at most)."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "g", "auto.offset.reset": "earliest", **conf})
-    c.subscribe([topic])
-    got: list[bytes] = []
-    deadline = time.monotonic() + 30
-    while len(got) < n and time.monotonic() < deadline:
-        m = c.poll(0.5)
-        if m is not None and m.error() is None:
-            got.append(m.value())
-    c.close()
-    return got
-
-
 def test_a_confluent_kafka_producer_is_answered_by_it(tmp_path) -> None:
     with EmbeddedBroker(tmp_path / "data").start() as broker:
         usual = broker._broker.server.usual_produce
@@ -252,14 +239,7 @@ def test_a_confluent_kafka_producer_is_answered_by_it(tmp_path) -> None:
             p.produce("usual", key=b"k", value=b"v%d" % i)
             p.flush(10)
         assert usual.taken >= 50
-        assert _consume(broker.bootstrap, "usual", 50) == [b"v%d" % i for i in range(50)]
-
-
-def _wait_for(condition, what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.005)
+        assert [m.value() for m in read_all(broker.bootstrap, "usual", 1, 50)] == [b"v%d" % i for i in range(50)]
 
 
 def test_a_failure_inside_it_closes_that_connection_and_returns_its_memory(tmp_path) -> None:
@@ -279,11 +259,13 @@ def test_a_failure_inside_it_closes_that_connection_and_returns_its_memory(tmp_p
             with RawClient("127.0.0.1", broker.port) as c:
                 _, data = c.encode(produce_v9("usual", 0, valid_batch()), 9)
                 c.send_bytes(data[:30])  # part of a frame: its size is granted before the rest is read
-                _wait_for(lambda: server.memory.available < server.memory.capacity, "no grant for the frame")
+                wait_until(lambda: server.memory.available < server.memory.capacity, 10, "a grant for the frame",
+                           interval=0.005)
                 c.send_bytes(data[30:])
                 with pytest.raises(ConnectionClosed):
                     c.recv_frame(timeout=10)
-            _wait_for(lambda: server.memory.available == server.memory.capacity, "the frame's grant was kept")
+            wait_until(lambda: server.memory.available == server.memory.capacity, 10, "the frame's grant returned",
+                       interval=0.005)
         finally:
             del server.usual_produce.answer
         with RawClient("127.0.0.1", broker.port) as c:
@@ -304,5 +286,5 @@ def test_a_transactional_confluent_kafka_producer_is_answered_by_it(tmp_path) ->
                 p.flush(10)
             (p.commit_transaction if commit else p.abort_transaction)(30)
         assert usual.taken >= 15
-        got = _consume(broker.bootstrap, "usual-tx", 10, **{"isolation.level": "read_committed"})
-        assert got == [b"c-%d" % i for i in range(5)] * 2
+        got = read_all(broker.bootstrap, "usual-tx", 1, 10, **{"isolation.level": "read_committed"})
+        assert [m.value() for m in got] == [b"c-%d" % i for i in range(5)] * 2
