@@ -332,8 +332,8 @@ class Broker:
         # A group's consumer.* (streams.*, share.*) configs override the broker's group.* defaults.
         overrides = self.services.group_configs
         assert overrides is not None
-        groups.consumer.group_overrides = groups.streams.group_overrides = overrides.get
-        groups.share.group_overrides = overrides.get
+        for room in (groups.consumer, groups.streams, groups.share):
+            room.group_overrides = overrides.get
         # KIP-932: ShareFetch / ShareAcknowledge over the share groups' partitions.
         share = SharePartitionManager(self.services, groups.share,
                                       max_sessions=int(config["group.share.max.share.sessions"]))
