@@ -45,11 +45,9 @@ from minikafka.features import TRANSACTION_VERSION, Features
 from minikafka.observe.settings import ObserveSettings
 from minikafka.protocol.types import TopicPartition
 from minikafka.quota.manager import ClientQuotas
-from minikafka.scram.credentials import ScramCredential
 from minikafka.security.acl_manager import AclManager, authorizer_enabled
 from minikafka.security.acl_store import AclStore
 from minikafka.security.authorizer import AuthorizerSettings
-from minikafka.security.jwks import JwksSource
 from minikafka.security.settings import USED_PREFIXES, listener_securities
 from minikafka.storage.config_store import DynamicConfigStore
 from minikafka.storage.quota_store import CLIENT_QUOTAS_FILE, ClientQuotaStore
@@ -64,6 +62,7 @@ FEATURES_FILE = "minikafka-features.json"  # finalized feature levels set by Upd
 BROKER_CONFIGS_FILE = "minikafka-broker-configs.json"  # dynamic BROKER configs ("" and the node id)
 
 if TYPE_CHECKING:
+    from minikafka.security.jwks import JwksSource
     from minikafka.broker.share_partitions import SharePartitionManager
     from minikafka.coordinator.group.coordinator import GroupCoordinator
 
@@ -162,7 +161,9 @@ class Broker:
         self.services.quota_store = ClientQuotaStore(config.data_dir / CLIENT_QUOTAS_FILE)
         self.services.quotas = ClientQuotas(quota_windows(config), self.services.quota_store.entries)
         self.services.scram_store = ScramCredentialStore(config.data_dir / SCRAM_CREDENTIALS_FILE)
-        self.services.scram = {k: ScramCredential(*c) for k, c in self.services.scram_store.entries.items()}
+        if self.services.scram_store.entries:  # else the SCRAM room is imported by its first use
+            from minikafka.scram.credentials import ScramCredential
+            self.services.scram = {k: ScramCredential(*c) for k, c in self.services.scram_store.entries.items()}
         self.txn_topic = InternalTopicLog(
             self.logs, TXN_TOPIC, partitions=int(config["transaction.state.log.num.partitions"]),
             configs={"cleanup.policy": "compact", "compression.type": "uncompressed",

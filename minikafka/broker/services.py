@@ -14,22 +14,22 @@ from minikafka.features import Features
 from minikafka.coordinator.ports import RecordLog
 from minikafka.coordinator.producer_ids import ProducerIdAllocator
 from minikafka.coordinator.transaction.coordinator import TransactionCoordinator
-from minikafka.control.invariants import InvariantMonitor
 from minikafka.faults import NO_FAULTS, FaultInjector
 from minikafka.observe.meters import Meters
 from minikafka.protocol import versions
 from minikafka.protocol.types import TopicPartition
 from minikafka.quota.manager import ClientQuotas
-from minikafka.scram.credentials import ScramCredential
-from minikafka.security.acl_manager import AclManager
 from minikafka.storage.config_store import DynamicConfigStore
 from minikafka.storage.log_manager import LogManager, TopicError, TopicInfo
 from minikafka.storage.quota_store import ClientQuotaStore
 from minikafka.storage.scram_store import ScramCredentialStore
 from minikafka.topic_config import topic_defaults
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (the rooms imported only where they are used: see app.py)
     from minikafka.broker.share_partitions import SharePartitionManager
+    from minikafka.control.invariants import InvariantMonitor
+    from minikafka.scram.credentials import ScramCredential
+    from minikafka.security.acl_manager import AclManager
     from minikafka.coordinator.group.coordinator import GroupCoordinator
     from minikafka.storage.partition_log import PartitionLog
 

@@ -23,20 +23,27 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from minikafka.protocol.errors import ErrorCode
-from minikafka.scram.credentials import ScramCredential
 from minikafka.security.listeners import Listener
 from minikafka.security.principal import ANONYMOUS, KafkaPrincipal
 from minikafka.security.sasl import SaslFailure, SaslMechanism, generic_failure_message
-from minikafka.security.sasl.oauthbearer import OAuthBearerServer, UnsecuredValidator
-from minikafka.security.sasl.plain import PlainServer
-from minikafka.security.sasl.scram import BY_NAME as SCRAM_MECHANISMS
-from minikafka.security.sasl.scram import ScramServer
+
+if TYPE_CHECKING:
+    from minikafka.scram.credentials import ScramCredential
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
+# The mechanisms' modules (with the SCRAM credentials and hashlib, ~4 ms) are imported by a SASL
+# listener's settings, not with every session: a PLAINTEXT or SSL listener never needs them. The
+# SCRAM names are written out for that reason; a unit test holds them equal to scram.credentials'.
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 SUPPORTED_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS, "OAUTHBEARER")
+
+
+def _unsecured_validator() -> Any:
+    from minikafka.security.sasl.oauthbearer import UnsecuredValidator
+    return UnsecuredValidator()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,14 +56,17 @@ class SaslSettings:
     reauth_ms: int = 0  # connections.max.reauth.ms
     failed_delay_ms: int = 100  # connection.failed.authentication.delay.ms
     max_receive_size: int = 524288  # sasl.server.max.receive.size
-    oauth_validator: Any = dataclasses.field(default_factory=UnsecuredValidator)  # or jwks.JwksValidator
+    oauth_validator: Any = dataclasses.field(default_factory=_unsecured_validator)  # or jwks.JwksValidator
     now_ms: Callable[[], int] = lambda: 0  # the broker's clock (token expiry; virtual time in tests)
 
     def mechanism(self, name: str) -> SaslMechanism:
         if name == "PLAIN":
+            from minikafka.security.sasl.plain import PlainServer
             return PlainServer(self.plain_users)
         if name == "OAUTHBEARER":
+            from minikafka.security.sasl.oauthbearer import OAuthBearerServer
             return OAuthBearerServer(self.oauth_validator, self.now_ms)
+        from minikafka.security.sasl.scram import ScramServer
         return ScramServer(name, self.scram_credential)
 
 

@@ -10,16 +10,16 @@ from __future__ import annotations
 import dataclasses
 import ssl
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
-from minikafka.scram.credentials import ScramCredential
-from minikafka.security import tls
 from minikafka.security.listeners import Listener, parse_listeners
 from minikafka.security.principal import ANONYMOUS, KafkaPrincipal, NoMatchingRule, SslPrincipalMapper
-from minikafka.security.jaas import parse_jaas_options
-from minikafka.security.jwks import VALIDATOR_CLASSES, JwksValidator
-from minikafka.security.sasl.oauthbearer import UnsecuredValidator
-from minikafka.security.sasl.plain import users_of
 from minikafka.security.session import SUPPORTED_MECHANISMS, SaslSettings, Session
+
+if TYPE_CHECKING:  # imported by the listeners that use them (TLS, SASL): a PLAINTEXT broker starts without
+    from minikafka.scram.credentials import ScramCredential
+    from minikafka.security.jwks import JwksValidator
+    from minikafka.security.sasl.oauthbearer import UnsecuredValidator
 
 # The configs this room reads (the broker no longer calls them ignored).
 USED_PREFIXES = ("ssl.", "sasl.", "listener.name.", "listener.security.protocol.map",
@@ -38,7 +38,10 @@ class ListenerSecurity:
     @property
     def jwks(self) -> JwksValidator | None:
         """The listener's JWKS-checked OAUTHBEARER validator (its key set needs refreshing)."""
-        v = None if self.sasl is None else self.sasl.oauth_validator
+        if self.sasl is None:
+            return None
+        from minikafka.security.jwks import JwksValidator
+        v = self.sasl.oauth_validator
         return v if isinstance(v, JwksValidator) else None
 
     def bound(self, port: int) -> ListenerSecurity:
@@ -49,6 +52,7 @@ class ListenerSecurity:
         listener that asked for one. Raises NoMatchingRule when no mapping rule names it."""
         principal = ANONYMOUS
         if peer_certificate and self.sasl is None:
+            from minikafka.security import tls
             principal = KafkaPrincipal("User", self.principal_mapper.name(tls.subject_dn(peer_certificate)))
         return Session(self.listener, principal, self.sasl)
 
@@ -79,6 +83,7 @@ def listener_securities(listeners: str, advertised: str, raw: Mapping[str, str],
         get = _getter(raw, listener)
         context = None
         if listener.tls:
+            from minikafka.security import tls
             try:
                 context = tls.server_context(get)
             except tls.TlsConfigError as exc:
@@ -95,6 +100,7 @@ def listener_securities(listeners: str, advertised: str, raw: Mapping[str, str],
 def _jaas_options(listener: Listener, raw: Mapping[str, str], mechanism: str, example: str) -> dict[str, str]:
     """The options of a mechanism's JAAS entry on the listener, which Kafka's broker requires
     (listener.name.<l>.<mechanism>.sasl.jaas.config)."""
+    from minikafka.security.jaas import parse_jaas_options
     name = f"{listener.config_prefix}{mechanism}.sasl.jaas.config"
     jaas = raw.get(name)
     if not jaas:
@@ -108,6 +114,9 @@ def _jaas_options(listener: Listener, raw: Mapping[str, str], mechanism: str, ex
 def _sasl_settings(listener: Listener, get: Callable[[str], str | None], raw: Mapping[str, str],
                    scram_credential: Callable[[str, int], ScramCredential | None],
                    now_ms: Callable[[], int]) -> SaslSettings:
+    from minikafka.security.jwks import VALIDATOR_CLASSES, JwksValidator
+    from minikafka.security.sasl.oauthbearer import UnsecuredValidator
+    from minikafka.security.sasl.plain import users_of
     enabled = tuple(m.strip() for m in (get("sasl.enabled.mechanisms") or "GSSAPI").split(",") if m.strip())
     unsupported = [m for m in enabled if m not in SUPPORTED_MECHANISMS]
     if unsupported:

@@ -8,6 +8,8 @@ import pytest
 from minikafka.protocol.errors import ErrorCode
 from minikafka.security.listeners import parse_listeners
 from minikafka.security.principal import ANONYMOUS, KafkaPrincipal
+from minikafka.scram.credentials import MECHANISMS
+from minikafka.security import session
 from minikafka.security.session import SaslSettings, Session
 
 pytestmark = pytest.mark.unit
@@ -20,6 +22,11 @@ def sasl_session(reauth_ms: int = 0, mechanisms: tuple[str, ...] = ("PLAIN",)) -
     settings = SaslSettings(mechanisms=mechanisms, plain_users={"alice": "a-pw", "bob": "b-pw"},
                             scram_credential=lambda user, mechanism: None, reauth_ms=reauth_ms)
     return Session(SASL_LISTENER, sasl=settings)
+
+
+def test_the_scram_names_written_in_session_are_the_credentials_mechanisms() -> None:
+    # session.py names them rather than importing the SCRAM room (kept out of a plain start).
+    assert session.SCRAM_MECHANISMS == tuple(m.name for m in MECHANISMS.values())
 
 
 def test_a_listener_without_sasl_is_open_from_the_start() -> None:
