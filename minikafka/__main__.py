@@ -129,11 +129,11 @@ def _serve(args: argparse.Namespace) -> int:
     import uvloop
 
     from minikafka.broker.app import Broker
-    from minikafka.broker.control_server import ControlError, check_loopback
     from minikafka.storage.errors import StartupError
 
     control = None
     if args.control_port is not None:
+        from minikafka.broker.control_server import ControlError, check_loopback
         try:
             check_loopback(args.control_host)
         except ControlError as exc:

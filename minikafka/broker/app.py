@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from minikafka.broker import fault_door, send_thread
-from minikafka.broker.control_server import ControlServer
 from minikafka.broker.dispatch import HandlerRegistry
 from minikafka.broker.fault_door import FaultDoor
 from minikafka.broker.handlers import default_handlers
@@ -33,7 +32,6 @@ from minikafka.broker.usual_produce import UsualProduce
 from minikafka.broker_config import ignored_security_configs, with_dynamic
 from minikafka.clock import Clock, ControlledClock
 from minikafka.config import BrokerConfig, ConfigError
-from minikafka.control.invariants import InvariantMonitor, Violation
 from minikafka.control.rules import FaultRules
 from minikafka.coordinator.producer_ids import ProducerIdAllocator
 from minikafka.coordinator.transaction.coordinator import TransactionCoordinator
@@ -61,7 +59,9 @@ GROUP_CONFIGS_FILE = "minikafka-group-configs.json"  # the GROUP config resource
 FEATURES_FILE = "minikafka-features.json"  # finalized feature levels set by UpdateFeatures
 BROKER_CONFIGS_FILE = "minikafka-broker-configs.json"  # dynamic BROKER configs ("" and the node id)
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the control endpoint, the invariant monitor and JWKS are imported when asked for
+    from minikafka.broker.control_server import ControlServer
+    from minikafka.control.invariants import Violation
     from minikafka.security.jwks import JwksSource
     from minikafka.broker.share_partitions import SharePartitionManager
     from minikafka.coordinator.group.coordinator import GroupCoordinator
@@ -182,6 +182,7 @@ class Broker:
         self.services.marker_listeners.append(lambda _tp, _pid, committed: meters.marker_written(committed))
         self.txn.transition_listeners.append(meters.transaction_transition)
         if check_invariants:
+            from minikafka.control.invariants import InvariantMonitor
             monitor = InvariantMonitor(on_violation=_log_violation)
             self.services.invariants = monitor
             self.services.marker_listeners.append(
@@ -208,10 +209,13 @@ class Broker:
                                   # An authorizer and the invariant monitor see every request.
                                   usual_produce=(UsualProduce(self.services) if self.services.acls is None
                                                 and self.services.invariants is None else None))
-        self.control = None if control is None else ControlServer(
-            self.fault_rules, host=control[0], port=control[1],
-            clock=self.clock if isinstance(self.clock, ControlledClock) else None, run_timers=self.run_timers,
-            invariants=self.services.invariants)
+        self.control: ControlServer | None = None  # when `control` asks for one
+        if control is not None:
+            from minikafka.broker.control_server import ControlServer
+            self.control = ControlServer(
+                self.fault_rules, host=control[0], port=control[1],
+                clock=self.clock if isinstance(self.clock, ControlledClock) else None, run_timers=self.run_timers,
+                invariants=self.services.invariants)
         self.fd_budget = {"fd_limit": fd_limit, "open_files": open_files, "connections": socket_fds}
         self.cleaner = LogCleaner(self.logs, lambda: self.services.config, self.clock.now_ms,
                                   frozenset({OFFSETS_TOPIC, TXN_TOPIC}), crash_point=self.faults.reach)

@@ -11,19 +11,21 @@ import datetime
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from minikafka import faults
 from minikafka.broker import txn_enrollment
 from minikafka.broker.context import RequestContext
 from minikafka.broker.dispatch import CloseConnection
 from minikafka.broker.services import BrokerServices
-from minikafka.control.invariants import InvariantMonitor
 from minikafka.protocol import entities, messages, versions
 from minikafka.protocol.errors import CorruptRecord, ErrorCode, InvalidRecord, RecordError
 from minikafka.protocol.records import HEADER_SIZE, is_transactional_at, read_header, split_batches
 from minikafka.protocol.types import ZERO_MS, TopicPartition
 from minikafka.storage.errors import KafkaStorageError, MessageTooLarge, StorageError
+
+if TYPE_CHECKING:
+    from minikafka.control.invariants import InvariantMonitor
 
 
 # The answer's entities, built by filling their slots (protocol/entities.py): __init__ took ~4 us
