@@ -9,7 +9,7 @@ RUN_STAMP := $(VENV)/.run-stamp
 
 # `make run` needs only the broker's own dependencies; tests also need the test and spark extras.
 # Quiet on success (pip and setuptools talk a lot); on failure the whole install log is shown.
-$(RUN_STAMP): pyproject.toml minikafka/protocol/_walk.c
+$(RUN_STAMP): pyproject.toml $(wildcard minikafka/*/_*.c)
 	@echo "minikafka: installing into $(VENV) (first run only; log in $(VENV)/install.log)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@{ $(BIN)/python -m pip install -q --upgrade pip && $(BIN)/python -m pip install -q -e . ; } \

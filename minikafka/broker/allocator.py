@@ -23,10 +23,11 @@ two periods of its end. Not while busy: malloc_trim holds the heap's lock while 
 with 50 MiB free and 14 ms with 200 MiB (2026-11-30), a stall of the event loop's thread, and the
 pages it returns would be faulted in again by the next answers.
 
-Only `minikafka serve` (the broker's own process) does this, once the broker answers (importing
-ctypes takes 2 ms, not spent before the first answer): an embedded broker lives in its user's
-process. glibc's own settings win: nothing is changed when the environment sets any of
-them (MALLOC_*_ variables, or glibc.malloc tunables). Elsewhere (musl, macOS) it does nothing.
+Only `minikafka serve` (the broker's own process) does this, once it listens: an embedded broker
+lives in its user's process. glibc's two calls come from a small compiled helper (_malloc.c),
+since importing ctypes for them took ~2 ms while a client waited; ctypes is the fallback.
+glibc's own settings win: nothing is changed when the environment sets any of them (MALLOC_*_
+variables, or glibc.malloc tunables). Elsewhere (musl, macOS) it does nothing.
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ import asyncio
 import sys
 import time
 from collections.abc import Callable, Mapping
+
+try:
+    from minikafka.broker import _malloc as _compiled
+except ImportError:  # not built (no compiler at install): ctypes makes the same calls
+    _compiled = None  # type: ignore[assignment]  # (tests set it to None to run the reference)
 
 # mallopt parameters (glibc's malloc.h)
 M_TRIM_THRESHOLD = -1
@@ -60,29 +66,34 @@ def keep_large_buffers_in_heap(environ: Mapping[str, str]) -> bool:
     """Set the two thresholds (see the module's text); True when both took effect."""
     if not sys.platform.startswith("linux") or user_has_settings(environ):
         return False
-    import ctypes  # here, not at import: 2 ms for a call made once
-
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
+    mallopt = _libc("mallopt")
+    if mallopt is None:
         return False
-    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-    mallopt.restype = ctypes.c_int
     # musl's mallopt does nothing and answers 0; glibc answers 1 for a value it took.
     return mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1 and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
 
 
 def give_back_free_heap() -> bool:
     """Return the heap's free pages to the system (glibc's malloc_trim): True when some were."""
-    import ctypes
+    trim = _libc("malloc_trim")
+    return trim is not None and trim(0) == 1
+
+
+def _libc(name: str) -> Callable[..., int] | None:
+    """glibc's `mallopt` or `malloc_trim`: the compiled helper's (broker/_malloc.c) when it is
+    built, else through ctypes, the reference. Importing ctypes took ~2 ms of the moment the broker
+    starts listening, with a client already waiting for its first answer. None: not there."""
+    if _compiled is not None:
+        return getattr(_compiled, name)  # type: ignore[no-any-return]
+    import ctypes  # here, not at import: 2 ms for a call made once
 
     try:
-        trim = ctypes.CDLL(None).malloc_trim
+        fn = getattr(ctypes.CDLL(None), name)
     except (OSError, AttributeError):
-        return False
-    trim.argtypes = (ctypes.c_size_t,)
-    trim.restype = ctypes.c_int
-    return trim(0) == 1
+        return None
+    fn.argtypes = (ctypes.c_int, ctypes.c_int) if name == "mallopt" else (ctypes.c_size_t,)
+    fn.restype = ctypes.c_int
+    return fn  # type: ignore[no-any-return]
 
 
 def tune_broker_process(environ: Mapping[str, str], cpu_seconds: Callable[[], float] = time.process_time) -> bool:

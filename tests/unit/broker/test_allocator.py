@@ -1,6 +1,7 @@
 """The broker process's allocator settings (broker/allocator.py): large buffers come from the heap,
 and the heap keeps its free top. Each case runs in a fresh interpreter, since the settings are the
-whole process's and cannot be undone."""
+whole process's and cannot be undone. The heap tests run with both ways of calling glibc: the
+compiled helper (broker/_malloc.c) and ctypes, the reference."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import textwrap
 
 import pytest
 
+from minikafka.broker import allocator
 from minikafka.broker.allocator import user_has_settings
 
 pytestmark = pytest.mark.unit
@@ -20,7 +22,9 @@ pytestmark = pytest.mark.unit
 # a 1 MiB buffer (a Fetch answer's partition), and after an 8 MiB one (a queued answer) was freed.
 _PROBE = textwrap.dedent("""
     import ctypes, json, os, sys
-    from minikafka.broker.allocator import keep_large_buffers_in_heap
+    from minikafka.broker import allocator
+    if sys.argv[2] == "ctypes":
+        allocator._compiled = None
 
     class MallInfo2(ctypes.Structure):
         _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
@@ -30,7 +34,7 @@ _PROBE = textwrap.dedent("""
     if not hasattr(libc, "mallinfo2"):
         print(json.dumps(None)); sys.exit()
     libc.mallinfo2.restype = MallInfo2
-    tuned = keep_large_buffers_in_heap(os.environ) if sys.argv[1] == "tune" else False
+    tuned = allocator.keep_large_buffers_in_heap(os.environ) if sys.argv[1] == "tune" else False
     start = libc.mallinfo2()
     mapped_before = start.hblks
     buffer = os.urandom(1 << 20)
@@ -43,10 +47,18 @@ _PROBE = textwrap.dedent("""
 """)
 
 
-def _heap(mode: str, env: dict[str, str] | None = None) -> dict[str, object]:
+@pytest.fixture(params=["compiled", "ctypes"])
+def calls(request) -> str:
+    """How the allocator calls glibc: its compiled helper, or ctypes (the reference)."""
+    if request.param == "compiled" and allocator._compiled is None:
+        pytest.skip("the compiled helper (broker/_malloc.c) is not built")
+    return request.param
+
+
+def _heap(mode: str, calls: str, env: dict[str, str] | None = None) -> dict[str, object]:
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     base = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "GLIBC_TUNABLES"}
-    out = subprocess.run([sys.executable, "-c", _PROBE, mode], capture_output=True, text=True, timeout=60,
+    out = subprocess.run([sys.executable, "-c", _PROBE, mode, calls], capture_output=True, text=True, timeout=60,
                          env={**base, "PYTHONPATH": repo, **(env or {})}, check=True).stdout
     result = json.loads(out)
     if result is None:
@@ -54,17 +66,17 @@ def _heap(mode: str, env: dict[str, str] | None = None) -> dict[str, object]:
     return result
 
 
-def test_the_tuned_broker_takes_large_buffers_from_the_heap_and_keeps_it():
-    assert _heap("tune") == {"tuned": True, "mapped": 0, "kept": True}
+def test_the_tuned_broker_takes_large_buffers_from_the_heap_and_keeps_it(calls):
+    assert _heap("tune", calls) == {"tuned": True, "mapped": 0, "kept": True}
 
 
 def test_untuned_a_large_buffer_is_a_mapping_of_its_own_and_the_heap_keeps_nothing():
     # The probe itself tells the two apart: glibc's defaults, in the same probe.
-    assert _heap("default") == {"tuned": False, "mapped": 1, "kept": False}
+    assert _heap("default", "ctypes") == {"tuned": False, "mapped": 1, "kept": False}
 
 
-def test_the_users_own_glibc_settings_win():
-    assert _heap("tune", {"MALLOC_ARENA_MAX": "2"})["tuned"] is False
+def test_the_users_own_glibc_settings_win(calls):
+    assert _heap("tune", calls, {"MALLOC_ARENA_MAX": "2"})["tuned"] is False
 
 
 @pytest.mark.parametrize("environ, expected", [
@@ -85,6 +97,8 @@ _GIVE_BACK_PROBE = textwrap.dedent("""
     import asyncio, ctypes, json, os, sys
     from minikafka.broker import allocator
 
+    if sys.argv[1] == "ctypes":
+        allocator._compiled = None
     if not hasattr(ctypes.CDLL(None), "malloc_trim"):
         print(json.dumps(None)); sys.exit()
     calls = []
@@ -131,10 +145,10 @@ _GIVE_BACK_PROBE = textwrap.dedent("""
 """)
 
 
-def test_a_burst_of_large_buffers_is_given_back_and_the_broker_does_it_when_idle():
+def test_a_burst_of_large_buffers_is_given_back_and_the_broker_does_it_when_idle(calls):
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     base = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "GLIBC_TUNABLES"}
-    out = subprocess.run([sys.executable, "-c", _GIVE_BACK_PROBE], capture_output=True, text=True, timeout=60,
+    out = subprocess.run([sys.executable, "-c", _GIVE_BACK_PROBE, calls], capture_output=True, text=True, timeout=60,
                          env={**base, "PYTHONPATH": repo}, check=True).stdout
     result = json.loads(out)
     if result is None:
