@@ -160,3 +160,16 @@ def test_floor_server_answers_each_request_with_its_correlation_id() -> None:
         assert got == [7, 8, 9]
     finally:
         floor.stop()
+
+
+def test_start_floor_server_takes_the_o1_client_through_create_topics(tmp_path: Path) -> None:
+    """bench/harness/start_floor.py: the floor under a start-up answers the O1 launcher's own
+    probes (an ApiVersions v0, then the admin client's ApiVersions, Metadata and a CreateTopics
+    that must succeed), and minikafka is timed beside it. No thresholds: a benchmark, not a test
+    of speed."""
+    from bench.harness.start_floor import measure
+
+    out = measure(1, 1, tmp_path)
+    for kind in ("floor", "minikafka"):
+        (api,), (ready,) = out[kind]["api"], out[kind]["ready"]
+        assert 0 < api <= ready, out
