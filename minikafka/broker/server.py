@@ -68,8 +68,8 @@ class KafkaServer:
             # asyncio reports it at debug level.
             # asyncio.start_server's own set-up, with the protocol that gives connections a fast lane.
             sock = bound_literal_address(lst.host, lst.port)
-            where: dict[str, Any] = {"sock": sock} if sock else {"host": lst.host, "port": lst.port,
-                                                                 "reuse_address": True}
+            where: dict[str, Any] = ({"sock": sock} if sock is not None
+                                     else {"host": lst.host, "port": lst.port, "reuse_address": True})
             server = await asyncio.get_running_loop().create_server(
                 functools.partial(self._protocol, index), **where, backlog=512,
                 ssl=sec.ssl_context, ssl_handshake_timeout=10.0 if sec.ssl_context else None)
@@ -196,24 +196,29 @@ class KafkaServer:
 
 def bound_literal_address(host: str, port: int) -> socket.socket | None:
     """A socket bound as asyncio's create_server binds one (SO_REUSEADDR; IPV6_V6ONLY for IPv6),
-    when `host` is an IP address; None for a name, which create_server resolves.
+    when `host` is an IP address; None for a name (or a scoped IPv6 address), which create_server
+    resolves.
 
     Why: create_server resolves every host, an address too, with getaddrinfo, which first encodes
     it with the idna codec. Importing that codec (stringprep, unicodedata) was ~3 ms of the
     broker's start, for an address that needs no resolving. A failed bind raises the OSError
     create_server would, with the address in its text."""
     try:
-        family = socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
+        address = ipaddress.ip_address(host)
     except ValueError:
         return None
+    if isinstance(address, ipaddress.IPv6Address) and address.scope_id:
+        return None  # fe80::1%eth0: getaddrinfo gives the scope id a bare bind would lose (EINVAL)
+    family, where = ((socket.AF_INET6, (host, port, 0, 0)) if address.version == 6  # as getaddrinfo gives it
+                     else (socket.AF_INET, (host, port)))
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if family == socket.AF_INET6:
             sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-        sock.bind((host, port))
+        sock.bind(where)
     except OSError as exc:
         sock.close()
-        raise OSError(exc.errno, f"error while attempting to bind on address {(host, port)!r}: "
+        raise OSError(exc.errno, f"error while attempting to bind on address {where!r}: "
                                  f"{(exc.strerror or '').lower()}") from None
     return sock

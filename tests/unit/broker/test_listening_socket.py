@@ -31,12 +31,13 @@ def test_an_ipv6_address_is_bound_for_ipv6_only() -> None:
         pytest.skip(f"::1 cannot be bound here: {exc}")
     assert sock is not None
     with sock:
-        assert sock.family == socket.AF_INET6
+        assert sock.family == socket.AF_INET6 and sock.getsockname()[0] == "::1"
         assert sock.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY)
 
 
-@pytest.mark.parametrize("host", ["localhost", "", "broker.example"])
-def test_a_name_is_left_to_asyncio_to_resolve(host: str) -> None:
+@pytest.mark.parametrize("host", ["localhost", "", "broker.example", "fe80::1%lo"])
+def test_a_name_or_a_scoped_address_is_left_to_asyncio_to_resolve(host: str) -> None:
+    # A scoped IPv6 address needs its scope id, which getaddrinfo gives and a bare bind loses.
     assert bound_literal_address(host, 0) is None
 
 
@@ -49,3 +50,19 @@ def test_a_busy_port_raises_address_in_use_naming_the_address() -> None:
             bound_literal_address("127.0.0.1", port)
     assert caught.value.errno == errno.EADDRINUSE
     assert f"('127.0.0.1', {port})" in str(caught.value) and "address already in use" in str(caught.value)
+
+
+def test_a_busy_ipv6_port_is_named_as_asyncio_names_it() -> None:
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 here")
+    with socket.socket(socket.AF_INET6) as busy:
+        try:
+            busy.bind(("::1", 0))
+        except OSError as exc:
+            pytest.skip(f"::1 cannot be bound here: {exc}")
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(OSError) as caught:
+            bound_literal_address("::1", port)
+    assert caught.value.errno == errno.EADDRINUSE
+    assert f"('::1', {port}, 0, 0)" in str(caught.value)
