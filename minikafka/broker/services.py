@@ -28,9 +28,9 @@ from minikafka.topic_config import topic_defaults
 if TYPE_CHECKING:  # (the rooms imported only where they are used: see app.py)
     from minikafka.broker.share_partitions import SharePartitionManager
     from minikafka.control.invariants import InvariantMonitor
+    from minikafka.coordinator.group.coordinator import GroupCoordinator
     from minikafka.scram.credentials import ScramCredential
     from minikafka.security.acl_manager import AclManager
-    from minikafka.coordinator.group.coordinator import GroupCoordinator
     from minikafka.storage.partition_log import PartitionLog
 
 

@@ -34,9 +34,10 @@ if TYPE_CHECKING:
     from minikafka.scram.credentials import ScramCredential
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
-# The mechanisms' modules (with the SCRAM credentials and hashlib, ~4 ms) are imported by a SASL
-# listener's settings, not with every session: a PLAINTEXT or SSL listener never needs them. The
-# SCRAM names are written out for that reason; a unit test holds them equal to scram.credentials'.
+# The mechanisms' modules (with the SCRAM credentials and hashlib, ~4 ms) are imported by the
+# settings of a SASL listener that enables them (security/settings.py), not with every session: a
+# PLAINTEXT or SSL listener never needs them. The SCRAM names are written out for that reason; a
+# unit test holds them equal to scram.credentials'.
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 SUPPORTED_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS, "OAUTHBEARER")
 

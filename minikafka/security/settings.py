@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 from minikafka.security.listeners import Listener, parse_listeners
 from minikafka.security.principal import ANONYMOUS, KafkaPrincipal, NoMatchingRule, SslPrincipalMapper
-from minikafka.security.session import SUPPORTED_MECHANISMS, SaslSettings, Session
+from minikafka.security.session import SCRAM_MECHANISMS, SUPPORTED_MECHANISMS, SaslSettings, Session
 
-if TYPE_CHECKING:  # imported by the listeners that use them (TLS, SASL): a PLAINTEXT broker starts without
+if TYPE_CHECKING:  # imported by the listeners that use them (TLS, SASL): a PLAINTEXT broker never loads them
     from minikafka.scram.credentials import ScramCredential
     from minikafka.security.jwks import JwksValidator
     from minikafka.security.sasl.oauthbearer import UnsecuredValidator
@@ -38,7 +38,7 @@ class ListenerSecurity:
     @property
     def jwks(self) -> JwksValidator | None:
         """The listener's JWKS-checked OAUTHBEARER validator (its key set needs refreshing)."""
-        if self.sasl is None:
+        if self.sasl is None or "OAUTHBEARER" not in self.sasl.mechanisms:
             return None
         from minikafka.security.jwks import JwksValidator
         v = self.sasl.oauth_validator
@@ -114,9 +114,9 @@ def _jaas_options(listener: Listener, raw: Mapping[str, str], mechanism: str, ex
 def _sasl_settings(listener: Listener, get: Callable[[str], str | None], raw: Mapping[str, str],
                    scram_credential: Callable[[str, int], ScramCredential | None],
                    now_ms: Callable[[], int]) -> SaslSettings:
-    from minikafka.security.jwks import VALIDATOR_CLASSES, JwksValidator
-    from minikafka.security.sasl.oauthbearer import UnsecuredValidator
-    from minikafka.security.sasl.plain import users_of
+    # Each mechanism's module is imported here, with the listener, when the listener enables it:
+    # not at the first client's handshake, on the event loop (the SCRAM room is ~2.3 ms).
+    from minikafka.security.sasl.oauthbearer import UnsecuredValidator  # also the default validator
     enabled = tuple(m.strip() for m in (get("sasl.enabled.mechanisms") or "GSSAPI").split(",") if m.strip())
     unsupported = [m for m in enabled if m not in SUPPORTED_MECHANISMS]
     if unsupported:
@@ -126,9 +126,13 @@ def _sasl_settings(listener: Listener, get: Callable[[str], str | None], raw: Ma
         raise ValueError(f"listener {listener.name}: sasl.enabled.mechanisms is empty")
     users: dict[str, str] = {}
     if "PLAIN" in enabled:
+        from minikafka.security.sasl.plain import users_of
         users = users_of(_jaas_options(listener, raw, "plain", 'PlainLoginModule required user_alice="alice-secret";'))
     validator: UnsecuredValidator | JwksValidator = UnsecuredValidator()
+    if any(m in SCRAM_MECHANISMS for m in enabled):
+        from minikafka.security.sasl import scram  # noqa: F401 - imported now, see above
     if "OAUTHBEARER" in enabled:
+        from minikafka.security.jwks import VALIDATOR_CLASSES, JwksValidator
         options = _jaas_options(listener, raw, "oauthbearer",
                                 "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required ;")
         prefix = f"{listener.config_prefix}oauthbearer."
