@@ -18,14 +18,27 @@ from minikafka.broker.allocator import user_has_settings
 
 pytestmark = pytest.mark.unit
 
+# Both probes call the allocator through this: "ctypes" (the reference), or "compiled", where an
+# import of ctypes fails, so that a fallback to it cannot pass.
+_CALLING = textwrap.dedent("""
+    def calling(mode, fn, *args, **kwargs):
+        if mode == "ctypes":
+            allocator._compiled = None
+            return fn(*args, **kwargs)
+        saved, sys.modules["ctypes"] = sys.modules["ctypes"], None
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            sys.modules["ctypes"] = saved
+""")
+
 # What a process reports about its heap: mapped blocks (hblks) and the heap's size (arena), around
 # a 1 MiB buffer (a Fetch answer's partition), and after an 8 MiB one (a queued answer) was freed.
 _PROBE = textwrap.dedent("""
     import ctypes, json, os, sys
     from minikafka.broker import allocator
-    if sys.argv[2] == "ctypes":
-        allocator._compiled = None
 
+    {calling}
     class MallInfo2(ctypes.Structure):
         _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
                                                    "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
@@ -34,7 +47,7 @@ _PROBE = textwrap.dedent("""
     if not hasattr(libc, "mallinfo2"):
         print(json.dumps(None)); sys.exit()
     libc.mallinfo2.restype = MallInfo2
-    tuned = allocator.keep_large_buffers_in_heap(os.environ) if sys.argv[1] == "tune" else False
+    tuned = calling(sys.argv[2], allocator.keep_large_buffers_in_heap, os.environ) if sys.argv[1] == "tune" else False
     start = libc.mallinfo2()
     mapped_before = start.hblks
     buffer = os.urandom(1 << 20)
@@ -43,8 +56,9 @@ _PROBE = textwrap.dedent("""
     big = bytearray(8 << 20)
     del big
     grown = libc.mallinfo2().arena - start.arena  # the heap still holds the freed 8 MiB
-    print(json.dumps({"tuned": tuned, "mapped": mapped, "kept": grown >= (7 << 20)}))
-""")
+    print(json.dumps({"tuned": tuned, "mapped": mapped, "kept": grown >= (7 << 20),
+                      "compiled": allocator._compiled is not None}))
+""").replace("{calling}", _CALLING)
 
 
 @pytest.fixture(params=["compiled", "ctypes"])
@@ -67,12 +81,13 @@ def _heap(mode: str, calls: str, env: dict[str, str] | None = None) -> dict[str,
 
 
 def test_the_tuned_broker_takes_large_buffers_from_the_heap_and_keeps_it(calls):
-    assert _heap("tune", calls) == {"tuned": True, "mapped": 0, "kept": True}
+    assert _heap("tune", calls) == {"tuned": True, "mapped": 0, "kept": True, "compiled": calls == "compiled"}
 
 
 def test_untuned_a_large_buffer_is_a_mapping_of_its_own_and_the_heap_keeps_nothing():
     # The probe itself tells the two apart: glibc's defaults, in the same probe.
-    assert _heap("default", "ctypes") == {"tuned": False, "mapped": 1, "kept": False}
+    result = _heap("default", "ctypes")
+    assert (result["tuned"], result["mapped"], result["kept"]) == (False, 1, False)
 
 
 def test_the_users_own_glibc_settings_win(calls):
@@ -97,8 +112,7 @@ _GIVE_BACK_PROBE = textwrap.dedent("""
     import asyncio, ctypes, json, os, sys
     from minikafka.broker import allocator
 
-    if sys.argv[1] == "ctypes":
-        allocator._compiled = None
+    {calling}
     if not hasattr(ctypes.CDLL(None), "malloc_trim"):
         print(json.dumps(None)); sys.exit()
     calls = []
@@ -124,12 +138,13 @@ _GIVE_BACK_PROBE = textwrap.dedent("""
                     return
                 await asyncio.sleep(0.01)
 
-        tuned = allocator.tune_broker_process({allocator.FREE_HEAP_RETURN_ENV: "0.01"}, cpu_seconds=cpu_seconds)
+        tuned = calling(sys.argv[1], allocator.tune_broker_process, {allocator.FREE_HEAP_RETURN_ENV: "0.01"},
+                        cpu_seconds=cpu_seconds)
         start = resident()
         blocks = [bytearray(1 << 20) for _ in range(120)]  # zero-filled: every page touched
         del blocks
         kept = resident() - start
-        gave_back = allocator.give_back_free_heap()
+        gave_back = calling(sys.argv[1], allocator.give_back_free_heap)
         left = resident() - start
         allocator.give_back_free_heap = lambda: calls.append(1) or True
         await until(lambda: len(calls) >= 3)
@@ -137,12 +152,13 @@ _GIVE_BACK_PROBE = textwrap.dedent("""
         busy = True  # a second of CPU per look: not idle, nothing given back
         busy_from = reads[0]
         await until(lambda: reads[0] >= busy_from + 20)  # ten busy looks
-        return {"tuned": tuned, "kept_mib": kept >> 20, "gave_back": gave_back, "left_mib": left >> 20,
+        return {"tuned": tuned, "compiled": allocator._compiled is not None, "kept_mib": kept >> 20,
+                "gave_back": gave_back, "left_mib": left >> 20,
                 "idle_calls": idle_calls, "busy_calls": len(calls) - idle_calls,
                 "busy_looks": (reads[0] - busy_from) // 2}
 
     print(json.dumps(asyncio.run(main())))
-""")
+""").replace("{calling}", _CALLING)
 
 
 def test_a_burst_of_large_buffers_is_given_back_and_the_broker_does_it_when_idle(calls):
@@ -153,7 +169,7 @@ def test_a_burst_of_large_buffers_is_given_back_and_the_broker_does_it_when_idle
     result = json.loads(out)
     if result is None:
         pytest.skip("not glibc (no malloc_trim)")
-    assert result["tuned"] is True
+    assert result["tuned"] is True and result["compiled"] is (calls == "compiled")
     # How much of the burst stays before the give-back depends on where the interpreter's own small
     # blocks land in the heap; tests/integration/test_large_answers.py measures the threshold's effect.
     assert result["kept_mib"] >= 40, result
