@@ -61,10 +61,10 @@ BROKER_CONFIGS_FILE = "minikafka-broker-configs.json"  # dynamic BROKER configs 
 
 if TYPE_CHECKING:  # the control endpoint, the invariant monitor and JWKS are imported when asked for
     from minikafka.broker.control_server import ControlServer
-    from minikafka.control.invariants import Violation
-    from minikafka.security.jwks import JwksSource
     from minikafka.broker.share_partitions import SharePartitionManager
+    from minikafka.control.invariants import Violation
     from minikafka.coordinator.group.coordinator import GroupCoordinator
+    from minikafka.security.jwks import JwksSource
 
 log = structlog.get_logger("minikafka.broker")
 # The group coordinator's topics. A data dir holding either starts the coordinator with the broker

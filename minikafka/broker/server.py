@@ -64,12 +64,12 @@ class KafkaServer:
         bound = []
         for index, sec in enumerate(self.listeners):
             lst = sec.listener
-            # A failed TLS handshake (a plaintext client, garbage) closes that socket only;
-            # asyncio reports it at debug level.
-            # asyncio.start_server's own set-up, with the protocol that gives connections a fast lane.
             sock = bound_literal_address(lst.host, lst.port)
             where: dict[str, Any] = ({"sock": sock} if sock is not None
                                      else {"host": lst.host, "port": lst.port, "reuse_address": True})
+            # A failed TLS handshake (a plaintext client, garbage) closes that socket only;
+            # asyncio reports it at debug level.
+            # asyncio.start_server's own set-up, with the protocol that gives connections a fast lane.
             server = await asyncio.get_running_loop().create_server(
                 functools.partial(self._protocol, index), **where, backlog=512,
                 ssl=sec.ssl_context, ssl_handshake_timeout=10.0 if sec.ssl_context else None)
