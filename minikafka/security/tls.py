@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import ssl
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -102,8 +103,6 @@ def server_context(get: Get) -> ssl.SSLContext:
     ctx.maximum_version = max(_PROTOCOLS[p] for p in protocols)
     chain, key, password = _keystore_pem(get)
     # load_cert_chain reads files only: the PEM goes through a private temporary directory.
-    import tempfile  # here: an SSL listener's alone, and with shutil it is 3.5 ms of every start
-
     with tempfile.TemporaryDirectory(prefix="minikafka-tls-") as tmp:
         cert_path, key_path = os.path.join(tmp, "chain.pem"), os.path.join(tmp, "key.pem")
         for path, data in ((cert_path, chain), (key_path, key)):

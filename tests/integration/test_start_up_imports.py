@@ -36,7 +36,7 @@ DEFERRED = {
     "minikafka.control.invariants": "--check-invariants",
     "minikafka.storage.cleaner.cleaning": "a compacted log to clean",
     "minikafka.coordinator.group.coordinator": "a group, or a data dir with __consumer_offsets",
-    "urllib.request": "a JWKS fetched over http(s)",
+    "urllib.request": "a SASL listener with OAUTHBEARER (security/jwks.py)",
 }
 if allocator._compiled is not None:  # else the allocator's tuning calls glibc through ctypes
     DEFERRED["ctypes"] = "the allocator's ctypes fallback (broker/_malloc.c not built)"
