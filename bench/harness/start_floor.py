@@ -81,7 +81,7 @@ def serve(port: int, ranges: dict[int, tuple[int, int]]) -> None:
     def respond(frame: bytes) -> bytes:
         api_key, version, correlation_id = head.unpack_from(frame, 0)
         cls = load_request_schema(api_key, version)
-        header, used = entity_reader(cls.__header_schema__)(frame, 0)
+        _header, used = entity_reader(cls.__header_schema__)(frame, 0)  # read, as a broker must
         request, _ = entity_reader(cls)(frame, used)
         body = answer(api_key, version, request)
         buf = io.BytesIO()
@@ -100,8 +100,10 @@ def serve(port: int, ranges: dict[int, tuple[int, int]]) -> None:
 
         def data_received(self, data: bytes) -> None:
             buf = self.buffer + data
-            while len(buf) >= 4 and len(buf) - 4 >= size_of.unpack_from(buf, 0)[0]:
-                size = size_of.unpack_from(buf, 0)[0]
+            while len(buf) >= 4:
+                (size,) = size_of.unpack_from(buf, 0)
+                if len(buf) - 4 < size:
+                    break
                 self.transport.write(respond(buf[4:4 + size]))
                 buf = buf[4 + size:]
             self.buffer = buf
