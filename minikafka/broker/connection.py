@@ -400,8 +400,9 @@ class Connection:
 
     def _write(self, data: bytes | Gathered) -> None:
         """An answer to the socket. A large Fetch answer comes as its parts: the send thread's
-        outlet takes them one by one (each is copied once into its queue); a StreamWriter (TLS,
-        or no send thread) gets them joined, as uvloop's writelines stalled on ~1 MB parts."""
+        outlet takes them one by one (a large records buffer is queued without a copy); a
+        StreamWriter (TLS, or no send thread) gets them joined, as uvloop's writelines stalled on
+        ~1 MB parts."""
         if type(data) is not Gathered:
             self.writer.write(data)
         elif hasattr(self.writer, "write_parts"):

@@ -12,6 +12,7 @@ import asyncio
 import os
 import select
 import socket
+import sys
 import threading
 from collections.abc import Iterator
 
@@ -121,6 +122,54 @@ def test_detach_drops_what_was_not_sent_and_closes_the_duplicate() -> None:
         assert pair.st.stats()["attached"] == 0
         pair.a.close()  # the last descriptor: the peer sees the end after the bytes that were sent
         assert len(pair.read(20_000_000)) == 20_000_000 - dropped
+    finally:
+        pair.close()
+
+
+def test_a_large_bytes_part_is_queued_without_a_copy_and_released_once_sent(pair: Pair) -> None:
+    big = os.urandom(300_000)  # above HOLD_ABOVE (64 KiB): the queue holds the object itself
+    parts = [b"head", big, b"tail" * 10]
+    before = sys.getrefcount(big)
+    for part in parts:
+        assert pair.st.send(pair.key, part) >= 0
+    assert pair.read(sum(map(len, parts))) == b"".join(parts)
+    wait_until(lambda: pair.st.pending(pair.key) == 0, 10, "the thread to finish the send")
+    pair.st.pending(pair.key)  # any call from the loop's side releases what was sent
+    assert sys.getrefcount(big) == before
+
+
+def test_the_thread_path_holds_large_bytes_and_copies_everything_else() -> None:
+    pair = Pair(inline_gap_us=10**9)
+    try:
+        mutable = bytearray(b"m" * 100_000)
+        mutable_view = memoryview(mutable)[:90_000]
+        small = b"s" * 1000
+        pair.st.send(pair.key, mutable)
+        pair.st.send(pair.key, mutable_view)
+        pair.st.send(pair.key, small)
+        mutable[:] = b"X" * 100_000  # what was handed over is a copy: the change is not sent
+        assert pair.st.stats()["held_parts"] == 0  # a buffer that can change is never held
+        big = bytes(b"b" * 100_000)
+        big_view = memoryview(bytes(b"c" * 100_000))[:80_000]  # a read cut at its last batch
+        pair.st.send(pair.key, big)
+        pair.st.send(pair.key, big_view)
+        assert pair.st.stats()["held_parts"] == 2
+        assert pair.read(371_000) == b"m" * 190_000 + small + big + b"c" * 80_000
+    finally:
+        pair.close()
+
+
+def test_held_parts_dropped_unsent_are_released() -> None:
+    pair = Pair(inline_gap_us=10**9)
+    try:
+        parts = [os.urandom(1_000_000) for _ in range(20)]  # far more than the socket holds
+        before = [sys.getrefcount(p) for p in parts]
+        for part in parts:
+            pair.st.send(pair.key, part)
+        del part
+        wait_until(lambda: pair.st.pending(pair.key) < 20_000_000, 10, "the thread to fill the socket")
+        assert pair.st.detach(pair.key) > 0  # unsent parts are dropped, and released with the GIL
+        assert [sys.getrefcount(p) for p in parts] == before
     finally:
         pair.close()
 
