@@ -4,7 +4,7 @@
  * ~29 % of its time in the socket send (perf: the loopback send runs the receiver's whole TCP
  * path and wakes the client's thread, all in the sender's system call). Kafka's network threads
  * do their sends beside the request handlers; this thread does the same for minikafka: the loop
- * hands an answer over (one copy, none for a large bytes part: HOLD_ABOVE; one lock) and goes on
+ * hands an answer over (one copy, none for a large immutable part: HOLD_ABOVE; one lock) and goes on
  * with the next request.
  *
  * The contract, per connection (attached by its socket's fd; the thread sends on a duplicate):
@@ -60,7 +60,7 @@ typedef struct chunk {
     struct chunk *next;
     size_t len, off;
     const char *base;  /* the bytes to send: data[] below, or a held object's buffer */
-    int held;          /* base is view.buf: the view is released by the loop's thread (reclaim) */
+    int held;          /* base is view.buf, released by the loop's thread (release_chunks) */
     Py_buffer view;
     char data[];
 } chunk;
@@ -132,20 +132,28 @@ static void free_chunks(SendThread *st, conn *c)
     c->pending = 0;
 }
 
-/* With the GIL held: release the buffers of held chunks done with. Every entry point the loop
- * calls begins with it, so a sent answer's records live until the next hand-over at most. */
+/* With the GIL held: frees a list of chunks, releasing the views of the held ones. */
+static void release_chunks(chunk *ch)
+{
+    while (ch) {
+        chunk *next = ch->next;
+        if (ch->held)
+            PyBuffer_Release(&ch->view);
+        free(ch);
+        ch = next;
+    }
+}
+
+/* With the GIL held: the held chunks done with, released. The loop's entry points call it (send()
+ * takes the list inside its own locked section), so a sent answer's records live until the next
+ * call at most. */
 static void reclaim(SendThread *st)
 {
     pthread_mutex_lock(&st->lock);
     chunk *ch = st->released;
     st->released = NULL;
     pthread_mutex_unlock(&st->lock);
-    while (ch) {
-        chunk *next = ch->next;
-        PyBuffer_Release(&ch->view);
-        free(ch);
-        ch = next;
-    }
+    release_chunks(ch);
 }
 
 static void push_ready(SendThread *st, conn *c)
@@ -441,7 +449,6 @@ static PyObject *st_send(SendThread *st, PyObject *const *args, Py_ssize_t nargs
     int fd = as_fd(args[0]);
     if (fd < 0)
         return NULL;
-    reclaim(st);
     Py_buffer view;
     if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0)
         return NULL;
@@ -489,7 +496,7 @@ static PyObject *st_send(SendThread *st, PyObject *const *args, Py_ssize_t nargs
         ch->off = 0;
         ch->held = hold;
         if (hold) {
-            ch->view = view; /* released by reclaim() once the part is sent or dropped */
+            ch->view = view; /* released once the part is sent or dropped (release_chunks) */
             ch->base = buf;
             st->held_parts++;
         } else {
@@ -499,41 +506,37 @@ static PyObject *st_send(SendThread *st, PyObject *const *args, Py_ssize_t nargs
     }
     if (!ch || !ch->held)
         PyBuffer_Release(&view);
-    long long result;
     int wake = 0;
     pthread_mutex_lock(&st->lock);
+    chunk *done = st->released; /* released below, after the lock: no second lock for reclaim() */
+    st->released = NULL;
     conn *c = lookup(st, fd);
+    /* Not attached, a failed socket, or a thread that stopped (the broker's shutdown): dropped. */
+    int dropped = !c || c->err || st->stop;
+    if (ch && dropped) {
+        ch->next = done;
+        done = ch;
+    } else if (ch) {
+        if (c->tail)
+            c->tail->next = ch;
+        else
+            c->head = ch;
+        c->tail = ch;
+        c->pending += ch->len;
+        if (!c->armed && st->busy_fd != fd) {
+            push_ready(st, c);
+            wake = st->sleeping == SLEEPING; /* a napping thread looks again by itself */
+            if (wake)
+                st->sleeping = AWAKE; /* one poke per sleep is enough */
+        }
+    }
+    long long result = !c ? 0 : dropped ? -(long long)(c->err ? c->err : EPIPE) : (long long)c->pending;
+    pthread_mutex_unlock(&st->lock);
+    release_chunks(done);
     if (!c) {
-        if (ch)
-            drop_chunk(st, ch);
-        pthread_mutex_unlock(&st->lock);
-        reclaim(st);
         PyErr_Format(PyExc_ValueError, "fd %d is not attached", fd);
         return NULL;
     }
-    if (c->err || st->stop) {
-        /* A failed socket, or a thread that stopped (the broker's shutdown): dropped. */
-        if (ch)
-            drop_chunk(st, ch);
-        result = -(long long)(c->err ? c->err : EPIPE);
-    } else {
-        if (ch) {
-            if (c->tail)
-                c->tail->next = ch;
-            else
-                c->head = ch;
-            c->tail = ch;
-            c->pending += ch->len;
-            if (!c->armed && st->busy_fd != fd) {
-                push_ready(st, c);
-                wake = st->sleeping == SLEEPING; /* a napping thread looks again by itself */
-                if (wake)
-                    st->sleeping = AWAKE; /* one poke per sleep is enough */
-            }
-        }
-        result = (long long)c->pending;
-    }
-    pthread_mutex_unlock(&st->lock);
     if (wake) {
         st->wakeups++;
         poke(st->work_fd);

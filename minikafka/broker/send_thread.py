@@ -4,8 +4,8 @@ Why: the event loop is one Python thread, and with many connections each sending
 spent ~29 % of its time in the socket send (on loopback the sender's system call runs the
 receiver's TCP path and wakes the client). Kafka's network threads send beside its request
 handlers; `_send.SendThread` (C, outside the GIL) does the same here. The loop hands each answer
-over (one copy, or none for a large bytes part, which the queue holds until it is sent; one lock)
-and goes on with the next request.
+over (one copy, or none for a large part that cannot change, bytes or a view of bytes, which the
+queue holds until it is sent; one lock) and goes on with the next request.
 
 The door into the broker is `Outlet`, which stands in for a connection's asyncio StreamWriter
 (write, drain, close, is_closing, get_extra_info): the connection does not know which of the two

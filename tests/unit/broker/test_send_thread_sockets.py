@@ -34,6 +34,7 @@ class Pair:
 
     def __init__(self, inline_gap_us: int) -> None:
         self.st = send_mod.SendThread(inline_gap_us=inline_gap_us)
+        self.inline_gap_us = inline_gap_us
         self.a, self.b = socket.socketpair()
         self.a.setblocking(False)
         self.key = self.st.attach(self.a.fileno())
@@ -133,6 +134,8 @@ def test_a_large_bytes_part_is_queued_without_a_copy_and_released_once_sent(pair
     for part in parts:
         assert pair.st.send(pair.key, part) >= 0
     assert pair.read(sum(map(len, parts))) == b"".join(parts)
+    if pair.inline_gap_us > 0:  # handed to the thread: held (inline, the caller may send it all)
+        assert pair.st.stats()["held_parts"] == 1
     wait_until(lambda: pair.st.pending(pair.key) == 0, 10, "the thread to finish the send")
     pair.st.pending(pair.key)  # any call from the loop's side releases what was sent
     assert sys.getrefcount(big) == before
