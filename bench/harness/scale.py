@@ -83,6 +83,7 @@ SCALE = {
     "group_member_runs": 3,
     "topics_spread": 100,                    # the partitions curve again, over this many topics
     "topics_partitions": [100, 1000, 10000],
+    "topics_records": 200_000,               # 1 KiB each, round robin over the topics (Kafka: ~2 MB/s at 10,000)
     # one partition grown to each size in turn (MB), then the same over `data_spread` partitions;
     # one broker's data at a time (deleted before the next), so 20 GB needs ~21 GB free
     "data_mb": [1000, 2000, 5000, 20000],
@@ -108,6 +109,7 @@ QUICK = {
     "group_member_runs": 3,
     "topics_spread": 10,
     "topics_partitions": [10, 100, 1000],
+    "topics_records": 20_000,
     "data_mb": [50, 100, 200, 500],
     "data_record_size": 16384,
     "data_read_mb": 20,
@@ -133,6 +135,7 @@ SMOKE = {
     "group_member_runs": 1,
     "topics_spread": 2,
     "topics_partitions": [2, 4],
+    "topics_records": 2000,
     "data_mb": [2, 4],
     "data_record_size": 16384,
     "data_read_mb": 1,
@@ -172,6 +175,9 @@ CURVES = {
                               "deleted", "s", False),
     "topics_create": ("CreateTopics: N partitions over the spread's topics", "s", False),
     "topics_metadata": ("Metadata for all topics, p99, N partitions over the spread's topics", "ms", False),
+    "topics_produce": ("produce throughput across all partitions of the spread's topics", "MB/s", True),
+    "topics_consume": ("catch-up consume throughput across all partitions of the spread's topics", "MB/s",
+                       True),
     "topics_restart": ("restart after kill -9, N partitions over the spread's topics", "s", False),
 }
 # Each curve's points: the profile key listing them (data_retention: the largest only).
@@ -184,12 +190,13 @@ CURVE_POINTS = {"partitions_produce": "partitions", "partitions_consume": "parti
                 "data_tail": "data_mb", "data_restart": "data_mb", "data_retention": "data_mb",
                 **{f"data_spread_{m}": "data_mb" for m in ("produce", "head", "tail", "restart", "retention")},
                 "topics_create": "topics_partitions", "topics_metadata": "topics_partitions",
+                "topics_produce": "topics_partitions", "topics_consume": "topics_partitions",
                 "topics_restart": "topics_partitions"}
 # --curves names -> the curves above each one measures
 CURVE_GROUPS = {
     "partitions": ("partitions_produce", "partitions_consume", "partitions_metadata", "partitions_create",
                    "partitions_restart"),
-    "topics": ("topics_create", "topics_metadata", "topics_restart"),
+    "topics": ("topics_create", "topics_metadata", "topics_produce", "topics_consume", "topics_restart"),
     "connections": ("connections_idle", "connections_active"),
     "record_size": ("record_size",),
     "txn_ids": ("txn_ids", "txn_recovery"),
@@ -306,24 +313,8 @@ class Scale:
                 self.guarded("partitions_create", name, n, create)
                 self.guarded("partitions_metadata", name, n, lambda: metadata_latency(b))
                 records = int(self.p["partition_records"])
-
-                def produce() -> dict[str, Any]:
-                    r = run_client("produce", {"bootstrap": b.bootstrap, "topic": topic, "mode": "plain",
-                                               "records": records, "size": 1024, "timeout_s": 600,
-                                               "conf": {"sticky.partitioning.linger.ms": 0}},
-                                   broker=b, timeout=900)
-                    return {"value": r["mb_per_s"], "p99_ms": r.get("ack_p99_ms"), "rss_mb": b.memory().get("vmrss_mb"),
-                            "cpu_s_per_gb": r.get("broker_cpu_s_per_gb"), "acked": r["acked"],
-                            "client_cpu_pct": r.get("client_cpu_pct")}
-
-                def consume() -> dict[str, Any]:
-                    r = run_client("consume", {"bootstrap": b.bootstrap, "topic": topic, "expected": records,
-                                               "timeout_s": 600}, broker=b, timeout=900)
-                    return {"value": r["mb_per_s"], "complete": r["complete"], "rss_mb": b.memory().get("vmrss_mb"),
-                            "cpu_s_per_gb": r.get("broker_cpu_s_per_gb"), "client_cpu_pct": r.get("client_cpu_pct")}
-
-                self.guarded("partitions_produce", name, n, produce)
-                self.guarded("partitions_consume", name, n, consume)
+                self.guarded("partitions_produce", name, n, lambda: produce_across(b, [topic], records))
+                self.guarded("partitions_consume", name, n, lambda: consume_across(b, [topic], records))
 
                 self.guarded("partitions_restart", name, n, lambda: restart_after_kill9(b))
             finally:
@@ -487,8 +478,9 @@ class Scale:
 
     # -- partitions over many topics -----------------------------------------------------------
     def curve_topics(self, name: str) -> None:
-        """The partitions curve's create, Metadata and restart points with the partitions spread
-        over `topics_spread` topics (per-topic costs: directories, metadata entries, configs)."""
+        """The partitions curve's points with the partitions spread over `topics_spread` topics
+        (per-topic costs: directories, metadata entries, configs; a produce and a read across
+        every topic)."""
         spread = int(self.p["topics_spread"])
         for n in self.p["topics_partitions"]:
             b = self.broker(name, f"topics{n}")
@@ -510,6 +502,9 @@ class Scale:
                 if "error" in self.samples[-1]:
                     continue  # nothing to measure without the topics
                 self.guarded("topics_metadata", name, n, lambda: metadata_latency(b))
+                records = int(self.p["topics_records"])
+                self.guarded("topics_produce", name, n, lambda: produce_across(b, list(topics), records))
+                self.guarded("topics_consume", name, n, lambda: consume_across(b, list(topics), records))
                 self.guarded("topics_restart", name, n, lambda: restart_after_kill9(b))
             finally:
                 self.finish(b)
@@ -612,6 +607,23 @@ def restart_after_kill9(b: Broker) -> dict[str, Any]:
 
 
 # -- raw-protocol probes ---------------------------------------------------------------------------
+
+def produce_across(b: Broker, topics: list[str], records: int) -> dict[str, Any]:
+    """`records` x 1 KiB, round robin over the topics, each to a random partition (acks=all)."""
+    r = run_client("produce", {"bootstrap": b.bootstrap, "topics": topics, "mode": "plain", "records": records,
+                               "size": 1024, "timeout_s": 600, "conf": {"sticky.partitioning.linger.ms": 0}},
+                   broker=b, timeout=900)
+    return {"value": r["mb_per_s"], "p99_ms": r.get("ack_p99_ms"), "rss_mb": b.memory().get("vmrss_mb"),
+            "cpu_s_per_gb": r.get("broker_cpu_s_per_gb"), "acked": r["acked"], "client_cpu_pct": r.get("client_cpu_pct")}
+
+
+def consume_across(b: Broker, topics: list[str], records: int) -> dict[str, Any]:
+    """A catch-up read of every partition of the topics from the start, `records` in all."""
+    r = run_client("consume", {"bootstrap": b.bootstrap, "topics": topics, "expected": records, "timeout_s": 600},
+                   broker=b, timeout=900)
+    return {"value": r["mb_per_s"], "complete": r["complete"], "rss_mb": b.memory().get("vmrss_mb"),
+            "cpu_s_per_gb": r.get("broker_cpu_s_per_gb"), "client_cpu_pct": r.get("client_cpu_pct")}
+
 
 def metadata_latency(b: Broker, reps: int = 30) -> dict[str, Any]:
     """Metadata v12 for all topics, timed on one connection from the request's send to the last

@@ -106,7 +106,8 @@ def role_produce(a: dict[str, Any]) -> dict[str, Any]:
         conf.pop("enable.idempotence")
         conf["transactional.id"] = a["txn_id"]
     p = Producer(conf)
-    topic = a["topic"]
+    topics = a.get("topics") or [a["topic"]]  # several: record i goes to topics[i % nt]
+    topic, nt = topics[0], len(topics)
     deadline = time.monotonic() + float(a.get("timeout_s", 300))
     state = {"acked": 0, "errors": 0, "first_error": None}
     lat: list[float] = []
@@ -131,7 +132,7 @@ def role_produce(a: dict[str, Any]) -> dict[str, Any]:
 
     pool = payload_pool(size - 8, int(a.get("seed", 42)))
     sample_every = int(a.get("lat_sample_every", 16))
-    p.list_topics(topic, timeout=30)
+    p.list_topics(topic if nt == 1 else None, timeout=30)
     if mode == "txn":
         p.init_transactions(60)
     elif a.get("warm_topic"):
@@ -157,6 +158,8 @@ def role_produce(a: dict[str, Any]) -> dict[str, Any]:
             p.begin_transaction()
             txn_start = time.perf_counter()
         value = U64.pack(i) + pool[i % POOL]
+        if nt > 1:
+            topic = topics[i % nt]
         while True:
             try:
                 if i % sample_every == 0:
@@ -223,28 +226,26 @@ def role_fill(a: dict[str, Any]) -> dict[str, Any]:
 OFFSET_TAIL_BASE = -2000  # librdkafka's logical offset RD_KAFKA_OFFSET_TAIL(n) = -2000 - n
 
 
-def _assign_all(c: Consumer, topic: str, tail: int = 0) -> list[TopicPartition]:
-    """Every partition of the topic, from the beginning, or from `tail` records before its end."""
-    md = c.list_topics(topic, timeout=30)
-    parts = sorted(md.topics[topic].partitions)
+def _assign_all(c: Consumer, topics: list[str], tail: int = 0) -> list[TopicPartition]:
+    """Every partition of the topics, from the beginning, or from `tail` records before its end."""
+    md = c.list_topics(topics[0] if len(topics) == 1 else None, timeout=30)
     start = OFFSET_TAIL_BASE - tail if tail else OFFSET_BEGINNING
-    tps = [TopicPartition(topic, p, start) for p in parts]
+    tps = [TopicPartition(t, p, start) for t in topics for p in sorted(md.topics[t].partitions)]
     c.assign(tps)
     return tps
 
 
 def role_consume(a: dict[str, Any]) -> dict[str, Any]:
-    """Catch-up read of a whole topic from the beginning (or, with `tail`, from that many records
-    before each partition's end). `expected`: a record count, or "hwm" (non-transactional topics:
-    read up to the high watermarks seen at the start)."""
+    """Catch-up read of a whole topic (or of every one of `topics`) from the beginning (or, with
+    `tail`, from that many records before each partition's end). `expected`: a record count, or
+    "hwm" (non-transactional topics: read up to the high watermarks seen at the start)."""
     conf = {**CONSUMER_BASE, "bootstrap.servers": a["bootstrap"], "group.id": a.get("group", f"bench-{os.getpid()}"),
             "isolation.level": a.get("isolation", "read_uncommitted"), **a.get("conf", {})}
     c = Consumer(conf)
-    topic = a["topic"]
-    tps = _assign_all(c, topic, int(a.get("tail", 0)))
+    tps = _assign_all(c, a.get("topics") or [a["topic"]], int(a.get("tail", 0)))
     expected = a["expected"]
     if expected == "hwm":
-        expected = sum(c.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=30)[1] for tp in tps)
+        expected = sum(c.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=30)[1] for tp in tps)
     expected = int(expected)
     check_seq = bool(a.get("check_seq"))
     seen = bytearray(int(a.get("seq_space", expected)) + 1) if check_seq else None
@@ -320,8 +321,7 @@ def role_e2e_consume(a: dict[str, Any]) -> dict[str, Any]:
     conf = {**CONSUMER_BASE, "bootstrap.servers": a["bootstrap"], "group.id": f"e2e-{os.getpid()}",
             "isolation.level": a.get("isolation", "read_uncommitted")}
     c = Consumer(conf)
-    topic = a["topic"]
-    _assign_all(c, topic)
+    _assign_all(c, [a["topic"]])
     c.consume(num_messages=1, timeout=0.5)  # fetch session up before the producer starts
     print("READY", flush=True)
     expected, drop = int(a["expected"]), int(a["drop"])
