@@ -82,7 +82,7 @@ SCALE = {
     # joiners make the first generation); one run per point made the ratio a coin toss
     "group_member_runs": 3,
     "topics_spread": 100,                    # the partitions curve again, over this many topics
-    "topics_partitions": [100, 1000, 10000],
+    "topics_partitions": [100, 300, 1000, 3000, 10000],  # at least 4 points (issue 17); the fewest is one a topic
     "topics_records": 200_000,               # 1 KiB each, round robin over the topics (Kafka: ~2 MB/s at 10,000)
     # one partition grown to each size in turn (MB), then the same over `data_spread` partitions;
     # one broker's data at a time (deleted before the next), so 20 GB needs ~21 GB free
